@@ -1,0 +1,124 @@
+"""Helpers shared by the readers: file checks, CSV/JSON loading and timestamp parsing.
+
+Every failure is turned into an InputError naming the file, the record and the problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..posts import InputError
+
+
+def require_file(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        problem = "is a folder, expected a file" if path.is_dir() else "no such file"
+        raise InputError(path, "-", problem)
+    return path
+
+
+def require_dir(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if not path.is_dir():
+        problem = "is a file, expected a folder" if path.exists() else "no such folder"
+        raise InputError(path, "-", problem)
+    return path
+
+
+def load_json(path: Path) -> object:
+    try:
+        text = require_file(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, f"byte {e.start}", "not UTF-8 text") from e
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from e
+    except _DuplicateKey as e:
+        # json would keep only the last value: a duplicated id would lose a record silently.
+        raise InputError(path, f"key {e.args[0]!r}", "duplicate key (duplicate id)") from e
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+def read_csv_rows(
+    path: Path, required: Sequence[str], encoding: str = "utf-8"
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield (line number, row) for each data row; the header must hold `required`.
+
+    Uses the csv module in strict mode so broken quoting and ragged rows are errors, and the
+    error can name the line (the line where the row starts).
+    """
+    raw = require_file(path).read_bytes()
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        raise InputError(path, f"byte {e.start}", f"not {encoding} text") from e
+    if text.startswith("\ufeff"):  # a BOM would otherwise glue itself to the first column name
+        text = text[1:]
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise InputError(path, "line 1", "empty file, no header")
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(path, "header (line 1)", f"missing column(s) {missing}")
+        if len(set(header)) != len(header):
+            raise InputError(path, "header (line 1)", "duplicate column names")
+        start = reader.line_num + 1
+        for row in reader:
+            if not row:  # a blank line carries no record
+                start = reader.line_num + 1
+                continue
+            if len(row) != len(header):
+                raise InputError(
+                    path, f"line {start}", f"expected {len(header)} fields, found {len(row)}"
+                )
+            yield start, dict(zip(header, row))
+            start = reader.line_num + 1
+    except csv.Error as e:
+        raise InputError(path, f"line {reader.line_num}", f"malformed CSV: {e}") from e
+
+
+def parse_datetime(value: object, fmt: str | None, path: Path, record: str) -> datetime:
+    """Parse a timestamp into an aware UTC datetime.
+
+    Strings go through `fmt` (strptime) if given, else ISO 8601; numbers are Unix seconds;
+    datetimes pass through. A timestamp without a zone is taken as UTC.
+    """
+    try:
+        if isinstance(value, datetime):
+            parsed = value
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            parsed = datetime.fromtimestamp(value, tz=timezone.utc)
+        elif isinstance(value, str) and value.strip():
+            text = value.strip()
+            parsed = datetime.strptime(text, fmt) if fmt else datetime.fromisoformat(text)
+        else:
+            raise ValueError("empty")
+    except (ValueError, OverflowError, OSError) as e:
+        raise InputError(path, record, f"unparseable timestamp {value!r} ({e})") from e
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)

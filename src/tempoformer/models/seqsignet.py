@@ -1,0 +1,85 @@
+"""Seq-Sig-Net stream baseline (Tseriotou et al. 2023, sig-networks `SeqSigNet`).
+
+The window is cut into short overlapping units of `unit_size` posts, consecutive units
+`unit_shift` posts apart, anchored at the current post (sig-networks: window_size 5, shift 3;
+the history covered is unit_shift * n + unit_size - unit_shift posts for n units). One shared
+SWNU turns each unit into a vector; a BiLSTM over the units in chronological order gives the
+stream state (final states of both directions added, as in sig-networks); it is concatenated
+with the current post embedding (and the time gap to the previous post) and classified by a FFN.
+
+Units made only of padding are dropped before the SWNU and skipped by the BiLSTM (packing), so
+left padding never changes the output. The SWNU differs from sig-networks as described in
+`tempoformer.models.swnu`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tempoformer.models.bilstm import packed_lstm
+from tempoformer.models.swnu import SWNU, feedforward, previous_gap
+
+
+class SeqSigNet(nn.Module):
+    def __init__(
+        self,
+        input_dim: int,
+        num_labels: int,
+        conv_dim: int,
+        swnu_hidden_dim: int,
+        lstm_hidden_dim: int,
+        ffn_hidden_dims: int | Sequence[int],
+        dropout: float = 0.1,
+        unit_size: int = 5,
+        unit_shift: int = 3,
+        sig_depth: int = 3,
+        pooling: str = "signature",
+        concat_time: bool = True,
+        time_scale: float = 0.1,
+    ):
+        super().__init__()
+        if not 1 <= unit_shift <= unit_size:
+            raise ValueError(f"need 1 <= unit_shift <= unit_size, got {unit_shift}, {unit_size}")
+        self.unit_size = unit_size
+        self.unit_shift = unit_shift
+        self.concat_time = concat_time
+        self.time_scale = time_scale
+        self.swnu = SWNU(input_dim, conv_dim, swnu_hidden_dim, sig_depth, pooling, time_scale)
+        self.lstm = nn.LSTM(
+            self.swnu.output_dim, lstm_hidden_dim, batch_first=True, bidirectional=True
+        )
+        head_dim = lstm_hidden_dim + input_dim + int(concat_time)
+        self.ffn = feedforward(head_dim, ffn_hidden_dims, num_labels, dropout)
+
+    def split_units(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor):
+        """[B, w, ...] -> [B, n, unit_size, ...], oldest unit first, last unit ending at the
+        current post. The window is left-padded (mask False) up to the length n units span."""
+        w = x.shape[1]
+        n = 1 + max(0, math.ceil((w - self.unit_size) / self.unit_shift))
+        pad = self.unit_size + (n - 1) * self.unit_shift - w
+        x = F.pad(x, (0, 0, pad, 0))
+        mask = F.pad(mask, (pad, 0), value=False)
+        time = F.pad(time, (pad, 0))
+        # unfold puts the unit axis last: [B, n, D, unit_size] -> [B, n, unit_size, D].
+        x_units = x.unfold(1, self.unit_size, self.unit_shift).transpose(2, 3)
+        mask_units = mask.unfold(1, self.unit_size, self.unit_shift)
+        time_units = time.unfold(1, self.unit_size, self.unit_shift)
+        return x_units, mask_units, time_units
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+        x_units, mask_units, time_units = self.split_units(x, mask, time)
+        B, n = mask_units.shape[:2]
+        present = mask_units.any(dim=-1)  # [B, n]; the last unit always holds the current post
+        vectors = self.swnu(x_units[present], mask_units[present], time_units[present])
+        unit_states = vectors.new_zeros(B, n, vectors.shape[-1])
+        unit_states[present] = vectors
+        _, h_n = packed_lstm(self.lstm, unit_states, present)
+        parts = [h_n[0] + h_n[1], x[:, -1]]
+        if self.concat_time:
+            parts.append(self.time_scale * previous_gap(mask, time))
+        return self.ffn(torch.cat(parts, dim=-1))

@@ -1,0 +1,144 @@
+"""SWNU stream baseline: Signature Window Network Unit (Tseriotou et al. 2023, sig-networks).
+
+Composition, following sig-networks `SWNU` / `SWNUNetwork` as run in its paper scripts
+(log-signature, depth 3, BiLSTM inside the unit, "signature" pooling, concatenation head):
+
+  embeddings [B, w, D] --Conv1d(k=3) + tanh--> [B, w, conv_dim]      dimension reduction
+  append the time channel                    -> path [B, w, conv_dim + 1]
+  expanding-window log-signatures            -> [B, w, logsig(conv_dim + 1)]
+  BiLSTM over them (directions added)        -> [B, w, hidden]
+  pooling: log-signature of that hidden path -> [B, logsig(hidden)]   ("lstm": final states)
+  concat(unit output, current post embedding, time gap to the previous post) -> FFN -> logits
+
+Where this differs from sig-networks:
+- the conv reads the 384-d SBERT embeddings directly (sig-networks first reduces them with UMAP
+  to 15 dims, outside the network) and the time feature is appended *after* the conv as its own
+  path channel, where sig-networks feeds the time features into the conv with the embeddings;
+- time is multiplied by a fixed `time_scale` instead of being z-scored over the corpus;
+- the feature concatenated at the output is the time gap from the previous post to the current
+  one: the current post's own feature (log-gap to itself, or its slot index) carries no
+  information, sig-networks concatenates the post's absolute time encoding instead, which the
+  window layout here does not carry;
+- padding is handled exactly (see `forward`) instead of by zero padding below the posts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from tempoformer.models.bilstm import packed_lstm
+from tempoformer.models.signature import (
+    expanding_log_signatures,
+    log_signature_dim,
+    path_log_signature,
+)
+
+POOLINGS = ("signature", "lstm")
+
+
+def feedforward(
+    input_dim: int, hidden_dims: int | Sequence[int], output_dim: int, dropout: float
+) -> nn.Sequential:
+    """Classifier head: (Linear -> ReLU -> Dropout) per hidden layer, then a Linear read-out."""
+    if isinstance(hidden_dims, int):
+        hidden_dims = [hidden_dims]
+    layers: list[nn.Module] = []
+    for width in hidden_dims:
+        layers += [nn.Linear(input_dim, width), nn.ReLU(), nn.Dropout(dropout)]
+        input_dim = width
+    layers.append(nn.Linear(input_dim, output_dim))
+    return nn.Sequential(*layers)
+
+
+def previous_gap(mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+    """[B, 1] time feature of the previous post minus the current post's (0 with no previous
+    post). For log-gaps this is the log-seconds since the previous post."""
+    if mask.shape[1] < 2:
+        return time.new_zeros(time.shape[0], 1)
+    gap = torch.where(mask[:, -2], time[:, -2] - time[:, -1], torch.zeros_like(time[:, -1]))
+    return gap[:, None]
+
+
+class SWNU(nn.Module):
+    """One Signature Window Network Unit: a window of posts -> one vector [B, output_dim]."""
+
+    def __init__(
+        self,
+        input_dim: int,
+        conv_dim: int,
+        hidden_dim: int,
+        sig_depth: int = 3,
+        pooling: str = "signature",
+        time_scale: float = 0.1,
+    ):
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.sig_depth = sig_depth
+        self.hidden_dim = hidden_dim
+        self.pooling = pooling
+        # Log-gaps (0..~16) and slot indices (0..w) become O(1), like the tanh-bounded channels.
+        self.time_scale = time_scale
+        self.conv = nn.Conv1d(input_dim, conv_dim, kernel_size=3, padding=1)
+        self.lstm = nn.LSTM(
+            log_signature_dim(conv_dim + 1, sig_depth),
+            hidden_dim,
+            batch_first=True,
+            bidirectional=True,
+        )
+        if pooling == "signature":
+            self.output_dim = log_signature_dim(hidden_dim, sig_depth)
+        else:
+            self.output_dim = hidden_dim
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+        # Zeroed padding makes the conv at the oldest real post see exactly the zero padding
+        # an unpadded stream gets from Conv1d(padding=1).
+        x = x * mask[..., None].to(x.dtype)
+        reduced = torch.tanh(self.conv(x.transpose(1, 2))).transpose(1, 2)
+        path = torch.cat([reduced, self.time_scale * time[..., None]], dim=-1)
+        # Padding slots become copies of a real point: their log-signatures are 0 and the real
+        # prefixes' log-signatures are those of the unpadded stream.
+        streamed = expanding_log_signatures(path, self.sig_depth, mask)
+        out, h_n = packed_lstm(self.lstm, streamed, mask)
+        if self.pooling == "lstm":
+            return h_n[0] + h_n[1]
+        # sig-networks adds the two directions' outputs and takes the log-signature of the
+        # resulting hidden-state path; packed_lstm put the real steps first.
+        out = out[..., : self.hidden_dim] + out[..., self.hidden_dim :]
+        steps = torch.arange(out.shape[1], device=out.device)
+        real_first = steps[None, :] < mask.sum(dim=1, keepdim=True)
+        return path_log_signature(out, self.sig_depth, real_first)
+
+
+class SWNUNetwork(nn.Module):
+    """SWNU over the whole window + current post embedding (+ time) -> FFN classifier."""
+
+    def __init__(
+        self,
+        input_dim: int,
+        num_labels: int,
+        conv_dim: int,
+        swnu_hidden_dim: int,
+        ffn_hidden_dims: int | Sequence[int],
+        dropout: float = 0.1,
+        sig_depth: int = 3,
+        pooling: str = "signature",
+        concat_time: bool = True,
+        time_scale: float = 0.1,
+    ):
+        super().__init__()
+        self.concat_time = concat_time
+        self.time_scale = time_scale
+        self.swnu = SWNU(input_dim, conv_dim, swnu_hidden_dim, sig_depth, pooling, time_scale)
+        head_dim = self.swnu.output_dim + input_dim + int(concat_time)
+        self.ffn = feedforward(head_dim, ffn_hidden_dims, num_labels, dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+        parts = [self.swnu(x, mask, time), x[:, -1]]
+        if self.concat_time:
+            parts.append(self.time_scale * previous_gap(mask, time))
+        return self.ffn(torch.cat(parts, dim=-1))

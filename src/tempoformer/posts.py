@@ -1,0 +1,130 @@
+"""The canonical post table (DESIGN.md §3) and the checks every reader's output must pass.
+
+One row per post, rows sorted by (timeline_id, position); a row's index in this table is the
+post's global index, which windows, folds and embeddings refer to.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import polars as pl
+
+log = logging.getLogger(__name__)
+
+POST_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String(),
+    "timeline_id": pl.String(),
+    "post_id": pl.String(),
+    "position": pl.Int32(),
+    "timestamp": pl.Datetime("us", "UTC"),
+    "text": pl.String(),
+    "label": pl.String(),
+}
+
+
+class InputError(ValueError):
+    """Bad input: names the file, the record and the problem."""
+
+    def __init__(self, path: str | os.PathLike, record: object, problem: str):
+        self.path, self.record, self.problem = str(path), record, problem
+        super().__init__(f"{path}: record {record}: {problem}")
+
+
+def posts_from_records(
+    records: Iterable[Mapping],
+    dataset: str,
+    source: str | os.PathLike,
+    order_key: str = "order",
+) -> pl.DataFrame:
+    """Build the canonical table from reader records.
+
+    Each record has timeline_id, post_id, timestamp (datetime or None), text, label and an
+    `order_key` that sorts posts within their timeline (a reader decides what it is, e.g.
+    (time, id)); positions are assigned from it.
+    """
+    rows = list(records)
+    if not rows:
+        raise InputError(source, "-", "no posts were read")
+    rows.sort(key=lambda r: (r["timeline_id"], r[order_key]))
+    position, previous = 0, None
+    for r in rows:
+        position = position + 1 if r["timeline_id"] == previous else 0
+        previous = r["timeline_id"]
+        r["position"] = position
+    df = pl.DataFrame(
+        {
+            "dataset": [dataset] * len(rows),
+            "timeline_id": [r["timeline_id"] for r in rows],
+            "post_id": [r["post_id"] for r in rows],
+            "position": [r["position"] for r in rows],
+            "timestamp": [r["timestamp"] for r in rows],
+            "text": [r["text"] for r in rows],
+            "label": [r["label"] for r in rows],
+        },
+        schema=POST_SCHEMA,
+    )
+    return validate_posts(df, source)
+
+
+def validate_posts(
+    df: pl.DataFrame, source: str | os.PathLike, labels: Iterable[str] | None = None
+) -> pl.DataFrame:
+    """Check the contract; raise InputError naming the first offending record."""
+    missing = [c for c in POST_SCHEMA if c not in df.columns]
+    if missing:
+        raise InputError(source, "-", f"missing column(s) {missing}")
+    df = df.select(list(POST_SCHEMA)).cast(POST_SCHEMA)
+    for column in ("dataset", "timeline_id", "post_id", "position", "text"):
+        nulls = df.filter(pl.col(column).is_null())
+        if nulls.height:
+            raise InputError(source, _name(nulls.row(0, named=True)), f"{column} is empty")
+    dupes = df.filter(pl.struct("dataset", "post_id").is_duplicated())
+    if dupes.height:
+        raise InputError(source, _name(dupes.row(0, named=True)), "duplicate post_id")
+    expected = pl.int_range(pl.len()).over("timeline_id").cast(pl.Int32)
+    if not df.equals(df.sort("timeline_id", "position", maintain_order=True)):
+        raise InputError(source, "-", "rows are not sorted by (timeline_id, position)")
+    bad = df.filter(pl.col("position") != expected)
+    if bad.height:
+        raise InputError(source, _name(bad.row(0, named=True)), "positions are not 0..N-1")
+    backwards = df.filter(
+        (pl.col("timestamp") < pl.col("timestamp").shift(1).over("timeline_id"))
+    )
+    if backwards.height:
+        raise InputError(
+            source, _name(backwards.row(0, named=True)), "timestamp earlier than previous post"
+        )
+    if labels is not None:
+        allowed = set(labels)
+        unknown = df.filter(pl.col("label").is_not_null() & ~pl.col("label").is_in(allowed))
+        if unknown.height:
+            row = unknown.row(0, named=True)
+            raise InputError(source, _name(row), f"unknown label {row['label']!r}")
+    return df
+
+
+def _name(row: Mapping) -> str:
+    return f"timeline {row['timeline_id']!r} post {row['post_id']!r}"
+
+
+def write_parquet_atomic(df: pl.DataFrame, path: str | os.PathLike) -> None:
+    """Write via a temporary file in the same folder, so a failure leaves no partial output."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        df.write_parquet(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_posts(path: str | os.PathLike) -> pl.DataFrame:
+    return validate_posts(pl.read_parquet(path), path)

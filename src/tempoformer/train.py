@@ -1,0 +1,211 @@
+"""One training run: (dataset, model, window, fold, seed) → test predictions and metrics.
+
+The hyperparameter grid of the model is searched on the fold's dev set (macro-F1); the
+selected configuration's best dev epoch is evaluated once on the test set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from .device import pick_device, set_threads
+from .folds import split_rows
+from .losses import focal_alpha
+from .metrics import f1_scores
+from .posts import read_posts, write_parquet_atomic
+from .training import TrainSettings, fit, grid, predict_proba
+from .windows import window_arrays
+
+# Stream-level models over SBERT embeddings: name → (module, class).
+STREAM_MODELS = {
+    "ffn_history": ("tempoformer.models.ffn_history", "FFNHistory"),
+    "bilstm": ("tempoformer.models.bilstm", "BiLSTM"),
+    "swnu": ("tempoformer.models.swnu", "SWNU"),
+    "seqsignet": ("tempoformer.models.seqsignet", "SeqSigNet"),
+}
+TRANSFORMER_MODELS = ("tempoformer",)
+MODELS = ("random", *STREAM_MODELS, *TRANSFORMER_MODELS)
+SETTINGS_FIELDS = {f.name for f in dataclasses.fields(TrainSettings)}
+
+
+@dataclass
+class RunData:
+    posts: pl.DataFrame
+    labels: list[str]
+    y: np.ndarray  # integer label per post row
+    rows: dict[str, np.ndarray]  # train/dev/test post rows of this fold
+    streams: pl.DataFrame | None
+    embeddings: np.ndarray | None
+
+
+def load_run_data(posts_path, folds_path, fold, labels, streams_path=None, embeddings_path=None):
+    posts = read_posts(posts_path)
+    unlabelled = posts.filter(pl.col("label").is_null())
+    if unlabelled.height:
+        raise ValueError(f"{posts_path}: {unlabelled.height} posts have no label; training needs labels")
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = set(posts["label"].unique()) - set(index)
+    if unknown:
+        raise ValueError(f"{posts_path}: labels {sorted(unknown)} are not in the config's {labels}")
+    y = posts["label"].replace_strict(index, return_dtype=pl.Int64).to_numpy()
+    return RunData(
+        posts=posts,
+        labels=list(labels),
+        y=y,
+        rows=split_rows(posts, pl.read_parquet(folds_path), fold),
+        streams=pl.read_parquet(streams_path) if streams_path else None,
+        embeddings=np.load(embeddings_path) if embeddings_path else None,
+    )
+
+
+def time_feature(window_rows: np.ndarray, valid: np.ndarray, log_gap: np.ndarray | None):
+    """Log-time gap to the current post, or without timestamps the distance in posts."""
+    if log_gap is not None:
+        return log_gap
+    w = window_rows.shape[1]
+    distance = np.broadcast_to(np.arange(w - 1, -1, -1, dtype=np.float32), window_rows.shape)
+    return np.where(valid, distance, 0.0).astype(np.float32)
+
+
+def stream_batcher(data: RunData):
+    """SBERT vectors of each window's posts, zeros in padding slots."""
+    embeddings = torch.from_numpy(data.embeddings)
+
+    def make_batch(rows: np.ndarray) -> dict[str, torch.Tensor]:
+        window_rows, valid, log_gap = window_arrays(data.streams, rows)
+        x = embeddings[torch.from_numpy(np.where(valid, window_rows, 0))]
+        mask = torch.from_numpy(valid)
+        x = x * mask[..., None]
+        time_ = torch.from_numpy(time_feature(window_rows, valid, log_gap))
+        return {"x": x, "mask": mask, "time": time_}
+
+    return make_batch
+
+
+def tempoformer_setup(data: RunData, params: dict, window: int):
+    from transformers import AutoTokenizer
+
+    from .embed import backbone_path
+    from .models.tempoformer import TempoFormer, TempoFormerConfig, collate_windows
+
+    path = backbone_path(params.get("backbone", "minilm"))
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    token_ids = tokenizer(
+        data.posts["text"].to_list(), truncation=True, max_length=params.get("max_tokens", 128)
+    )["input_ids"]
+    fields = {f.name for f in dataclasses.fields(TempoFormerConfig)} - {"backbone", "num_labels", "window"}
+    model_kwargs = {k: v for k, v in params.items() if k in fields}
+
+    def build(hp: dict) -> torch.nn.Module:
+        config = TempoFormerConfig(
+            backbone=path, num_labels=len(data.labels), window=window, **{**model_kwargs, **hp}
+        )
+        return TempoFormer(config)
+
+    def make_batch(rows: np.ndarray) -> dict[str, torch.Tensor]:
+        window_rows, valid, log_gap = window_arrays(data.streams, rows)
+        return collate_windows(token_ids, window_rows, valid, log_gap, tokenizer.pad_token_id)
+
+    return build, make_batch
+
+
+def stream_setup(data: RunData, model: str, params: dict):
+    module, cls = STREAM_MODELS[model]
+    model_cls = getattr(importlib.import_module(module), cls)
+    fixed = {k: v for k, v in params.items() if k not in SETTINGS_FIELDS and k != "grid"}
+
+    def build(hp: dict) -> torch.nn.Module:
+        model_hp = {k: v for k, v in hp.items() if k not in SETTINGS_FIELDS}
+        return model_cls(
+            input_dim=data.embeddings.shape[1], num_labels=len(data.labels), **fixed, **model_hp
+        )
+
+    return build, stream_batcher(data)
+
+
+def random_prior(data: RunData, seed: int) -> tuple[np.ndarray, dict]:
+    """Post-level Random baseline: labels drawn from the training fold's class distribution."""
+    prior = np.bincount(data.y[data.rows["train"]], minlength=len(data.labels)) / len(data.rows["train"])
+    rng = np.random.default_rng(seed)
+    pred = rng.choice(len(data.labels), size=len(data.rows["test"]), p=prior)
+    prob = np.eye(len(data.labels), dtype=np.float32)[pred]
+    dev_pred = rng.choice(len(data.labels), size=len(data.rows["dev"]), p=prior)
+    dev_macro = f1_scores(data.y[data.rows["dev"]], dev_pred, data.labels)["macro"]
+    return prob, {"selected": {"prior": prior.round(6).tolist()}, "dev_macro": dev_macro, "grid": []}
+
+
+def search_grid(data: RunData, model: str, params: dict, window: int, seed: int, device: str):
+    """Train every grid point; return test probabilities of the best on dev, and the search log."""
+    if model in TRANSFORMER_MODELS:
+        build, make_batch = tempoformer_setup(data, params, window)
+        defaults = {"optimizer": "adamw", "schedule": "linear", "batching": "chunk"}
+    else:
+        build, make_batch = stream_setup(data, model, params)
+        defaults = {"optimizer": "adam", "schedule": "none", "batching": "shuffle"}
+    settings_base = {**defaults, **{k: v for k, v in params.items() if k in SETTINGS_FIELDS}}
+    alpha = focal_alpha(data.y[data.rows["train"]], len(data.labels))
+    log, best = [], None
+    for hp in grid(params.get("grid", {})):
+        torch.manual_seed(seed)
+        net = build(hp)
+        settings = TrainSettings(**{**settings_base, **{k: v for k, v in hp.items() if k in SETTINGS_FIELDS}})
+        history = fit(net, make_batch, data.y, data.rows["train"], data.rows["dev"], alpha,
+                      data.labels, settings, seed, device)
+        log.append({"hp": hp, "dev_macro": history["dev_macro"], "best_epoch": history["best_epoch"],
+                    "epochs": history["history"]})
+        if best is None or history["dev_macro"] > best[0]:
+            prob = predict_proba(net, make_batch, data.rows["test"], device, settings.eval_batch_size)
+            best = (history["dev_macro"], hp, prob)
+    dev_macro, hp, prob = best
+    return prob, {"selected": hp, "dev_macro": dev_macro, "grid": log}
+
+
+def run_training(
+    posts_path, folds_path, out_dir, model: str, params: dict, labels: list[str], window: int,
+    fold: int, seed: int, streams_path=None, embeddings_path=None, threads: int | None = None,
+    device: str | None = None,
+) -> dict:
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+    set_threads(threads)
+    device = pick_device(device)
+    started = time.perf_counter()
+    data = load_run_data(posts_path, folds_path, fold, labels, streams_path, embeddings_path)
+    if model == "random":
+        prob, search = random_prior(data, seed)
+    else:
+        prob, search = search_grid(data, model, params, window, seed, device)
+    test_rows = data.rows["test"]
+    pred = prob.argmax(1)
+    scores = f1_scores(data.y[test_rows], pred, data.labels)
+    test_posts = data.posts[test_rows]
+    predictions = pl.DataFrame({
+        "row": test_rows,
+        "timeline_id": test_posts["timeline_id"],
+        "post_id": test_posts["post_id"],
+        "gold": [data.labels[i] for i in data.y[test_rows]],
+        "pred": [data.labels[i] for i in pred],
+        **{f"prob_{label}": prob[:, i] for i, label in enumerate(data.labels)},
+    })
+    metrics = {
+        "dataset": str(data.posts["dataset"][0]), "model": model, "window": window, "fold": fold,
+        "seed": seed, "labels": data.labels, "test": scores,
+        "n": {split: int(len(rows)) for split, rows in data.rows.items()},
+        "device": device, "seconds": round(time.perf_counter() - started, 2), **search,
+    }
+    out_dir = Path(out_dir)
+    write_parquet_atomic(predictions, out_dir / "predictions.parquet")
+    tmp = out_dir / ".metrics.json.tmp"
+    tmp.write_text(json.dumps(metrics, indent=1))
+    os.replace(tmp, out_dir / "metrics.json")
+    return metrics

@@ -1,0 +1,64 @@
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tempoformer.folds import make_folds
+from tempoformer.posts import write_parquet_atomic
+from tempoformer.train import run_training
+from tempoformer.windows import build_windows
+
+
+@pytest.fixture
+def toy_run(tmp_path, make_posts):
+    """40 timelines; a post is 'S' exactly when its embedding's first coordinate is high."""
+    rng = np.random.default_rng(0)
+    labels = {f"t{k:02d}": ["S" if rng.random() < 0.3 else "N" for _ in range(8)] for k in range(40)}
+    posts = make_posts({t: [(60 * i, lab) for i, lab in enumerate(ls)] for t, ls in labels.items()})
+    emb = rng.normal(size=(posts.height, 16)).astype(np.float32)
+    emb[:, 0] = np.where(posts["label"].to_numpy() == "S", 3.0, -3.0)
+    paths = {name: tmp_path / name for name in ("posts.parquet", "folds.parquet", "streams.parquet")}
+    write_parquet_atomic(posts, paths["posts.parquet"])
+    write_parquet_atomic(make_folds(posts, 5, 0.25, 0), paths["folds.parquet"])
+    write_parquet_atomic(build_windows(posts, 3), paths["streams.parquet"])
+    np.save(tmp_path / "emb.npy", emb)
+    return tmp_path
+
+
+def train(root, model, seed, params, out="run"):
+    return run_training(
+        root / "posts.parquet", root / "folds.parquet", root / f"{out}_{model}_{seed}", model, params,
+        ["S", "N"], 3, fold=1, seed=seed, streams_path=root / "streams.parquet",
+        embeddings_path=root / "emb.npy", threads=1, device="cpu",
+    )
+
+
+FFN = {"epochs": 20, "batch_size": 16, "patience": 5, "grid": {"lr": [1e-2, 1e-3], "hidden_dims": [[16, 16]]}}
+
+
+def test_ffn_history_learns_and_is_deterministic(toy_run):
+    first = train(toy_run, "ffn_history", 0, FFN)
+    assert first["test"]["macro"] > 0.95
+    assert len(first["grid"]) == 2 and first["selected"]["lr"] in (1e-2, 1e-3)
+    again = train(toy_run, "ffn_history", 0, FFN, out="again")
+    assert again["test"] == first["test"] and again["grid"] == first["grid"]
+    saved = json.loads((toy_run / "run_ffn_history_0" / "metrics.json").read_text())
+    assert saved["test"] == first["test"]
+    preds = pl.read_parquet(toy_run / "run_ffn_history_0" / "predictions.parquet")
+    assert preds.height == first["n"]["test"]
+    np.testing.assert_allclose(preds["prob_S"] + preds["prob_N"], 1.0, rtol=1e-5)
+
+
+def test_random_follows_training_prior(toy_run):
+    metrics = train(toy_run, "random", 12, {})
+    prior = metrics["selected"]["prior"]
+    assert abs(sum(prior) - 1) < 1e-9 and 0.15 < prior[0] < 0.45
+    assert metrics["test"]["macro"] < 0.8  # chance level, not learnt
+    assert train(toy_run, "random", 12, {}, out="again")["test"] == metrics["test"]
+
+
+def test_unknown_label_is_reported(toy_run):
+    with pytest.raises(ValueError, match="not in the config"):
+        run_training(toy_run / "posts.parquet", toy_run / "folds.parquet", toy_run / "x", "random", {},
+                     ["S", "X"], 1, 0, 0)

@@ -1,0 +1,54 @@
+# Input functions, wildcard constraints and paths shared by every stage.
+import json
+import os
+
+RESULTS = config["results"]
+DATASETS = config["datasets"]
+MODELS = config["models"]
+PACKAGE = os.path.join(workflow.basedir, "src", "tempoformer")
+
+
+wildcard_constraints:
+    dataset="|".join(DATASETS),
+    model="|".join(MODELS),
+    window=r"\d+",
+    fold=r"\d+",
+    seed=r"\d+",
+
+
+def code(*modules):
+    """Package modules a rule runs: editing one reruns exactly the rules that list it."""
+    return [os.path.join(PACKAGE, m) for m in modules]
+
+
+# What each model's training job runs, beyond the shared training code.
+MODEL_CODE = {
+    "random": [],
+    "ffn_history": ["models/ffn_history.py"],
+    "bilstm": ["models/bilstm.py"],
+    "swnu": ["models/swnu.py", "models/signature.py"],
+    "seqsignet": ["models/seqsignet.py", "models/swnu.py", "models/signature.py"],
+    "tempoformer": ["models/tempoformer.py", "models/rotary.py"],
+}
+TRAIN_CODE = ["train.py", "training.py", "losses.py", "metrics.py", "device.py"]
+EMBEDDING_MODELS = {"ffn_history", "bilstm", "swnu", "seqsignet"}
+WINDOW_MODELS = EMBEDDING_MODELS | {"tempoformer"}
+
+
+def model_threads(model):
+    return MODELS[model].get("threads", config["threads"])
+
+
+def run_dir(dataset, model, window, fold, seed):
+    return f"{RESULTS}/{dataset}/runs/{model}/w{window}/fold{fold}/seed{seed}"
+
+
+def all_runs():
+    return [
+        f"{run_dir(dataset, model, window, fold, seed)}/metrics.json"
+        for dataset, spec in DATASETS.items()
+        for model in spec["models"]
+        for window in MODELS[model]["windows"]
+        for fold in range(config["n_folds"])
+        for seed in config["seeds"]
+    ]

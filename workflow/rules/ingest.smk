@@ -1,0 +1,42 @@
+# Raw corpus → canonical post table (DESIGN.md §3).
+
+
+rule synthetic_lrs:
+    output:
+        directory(f"{RESULTS}/raw/{{dataset}}"),
+    params:
+        n_threads=lambda w: DATASETS[w.dataset]["synthetic"]["n_threads"],
+        seed=lambda w: DATASETS[w.dataset]["synthetic"]["seed"],
+    input:
+        code("ingest/synthetic_lrs.py"),
+    log:
+        f"{RESULTS}/logs/{{dataset}}/synthetic_lrs.log",
+    shell:
+        "tempoformer synthetic-lrs --output {output} --n-threads {params.n_threads}"
+        " --seed {params.seed} 2> {log}"
+
+
+def raw_input(wildcards):
+    spec = DATASETS[wildcards.dataset]
+    if "synthetic" in spec:
+        return f"{RESULTS}/raw/{wildcards.dataset}"
+    return spec.get("path") or []
+
+
+rule ingest:
+    input:
+        raw=raw_input,
+        code=lambda w: code(
+            "posts.py", "ingest/__init__.py", f"ingest/{DATASETS[w.dataset]['format']}.py"
+        ),
+    output:
+        f"{RESULTS}/{{dataset}}/posts.parquet",
+    params:
+        fmt=lambda w: DATASETS[w.dataset]["format"],
+        options=lambda w: json.dumps(DATASETS[w.dataset].get("options", {})),
+        raw=lambda w, input: f"--input {input.raw}" if input.raw else "",
+    log:
+        f"{RESULTS}/logs/{{dataset}}/ingest.log",
+    shell:
+        "tempoformer ingest --format {params.fmt} {params.raw} --dataset {wildcards.dataset}"
+        " --options {params.options:q} --output {output} 2> {log}"

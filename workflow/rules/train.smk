@@ -1,0 +1,41 @@
+# One job per (dataset, model, window, fold, seed): grid search on dev, test predictions.
+
+
+def train_inputs(w):
+    inputs = {
+        "posts": f"{RESULTS}/{w.dataset}/posts.parquet",
+        "folds": f"{RESULTS}/{w.dataset}/folds.parquet",
+        "code": code(*TRAIN_CODE, *MODEL_CODE[w.model]),
+    }
+    if w.model in WINDOW_MODELS:
+        inputs["streams"] = f"{RESULTS}/{w.dataset}/streams_w{w.window}.parquet"
+    if w.model in EMBEDDING_MODELS:
+        inputs["embeddings"] = f"{RESULTS}/{w.dataset}/sbert.npy"
+    return inputs
+
+
+def optional_inputs(w, input):
+    return " ".join(
+        f"--{name} {input[name]}" for name in ("streams", "embeddings") if name in input.keys()
+    )
+
+
+rule train:
+    input:
+        unpack(train_inputs),
+    output:
+        metrics=f"{RESULTS}/{{dataset}}/runs/{{model}}/w{{window}}/fold{{fold}}/seed{{seed}}/metrics.json",
+        predictions=f"{RESULTS}/{{dataset}}/runs/{{model}}/w{{window}}/fold{{fold}}/seed{{seed}}/predictions.parquet",
+    params:
+        model_params=lambda w: json.dumps(MODELS[w.model]["params"]),
+        labels=lambda w: json.dumps(DATASETS[w.dataset]["labels"]),
+        optional=optional_inputs,
+        out_dir=lambda w: run_dir(w.dataset, w.model, w.window, w.fold, w.seed),
+    threads: lambda w: model_threads(w.model)
+    log:
+        f"{RESULTS}/logs/{{dataset}}/train/{{model}}_w{{window}}_fold{{fold}}_seed{{seed}}.log",
+    shell:
+        "tempoformer train --posts {input.posts} --folds {input.folds} {params.optional}"
+        " --model {wildcards.model} --params {params.model_params:q} --labels {params.labels:q}"
+        " --window {wildcards.window} --fold {wildcards.fold} --seed {wildcards.seed}"
+        " --threads {threads} --out-dir {params.out_dir} 2> {log}"
