@@ -119,17 +119,29 @@ def read(
     path = Path(path)
     if not path.exists():
         raise InputError(path, "-", "no such file or folder")
+    is_tree = path.is_dir() and not (path / RELEASE_DIR).is_dir()
+    if annotations is not None and not is_tree:
+        raise ValueError("annotations= is only for a bare thread tree; the release folder and "
+                         "conversations.json carry their own stances")
+    stances = None
     if path.is_file():
         threads = _threads_from_conversations(path)
     elif (path / RELEASE_DIR).is_dir():
-        threads = _threads_from_release(path)
+        threads, stances = _threads_from_release(path)
     else:
         if annotations is None:
             raise InputError(path, "-", "a thread tree needs its subtask-A annotation JSON: "
                              "pass annotations=<file or list of files>")
         files = [annotations] if isinstance(annotations, (str, os.PathLike)) else annotations
-        threads = _threads_from_tree(path, _load_annotations([Path(f) for f in files]))
-    df = posts_from_records(_records(threads, path), dataset, path)
+        stances = _load_annotations([Path(f) for f in files])
+        threads = [_read_thread(d, stances) for d in _thread_dirs(path)]
+    records = _records(threads, path)
+    if stances is not None:
+        # Normal when reading part of a release with its full key; logged so it is never silent.
+        unused = len(set(stances) - {r["post_id"] for r in records})
+        if unused:
+            log.info("LRS %s: %d annotated tweet(s) have no tweet file here", path, unused)
+    df = posts_from_records(records, dataset, path)
     return validate_posts(df, path, LABELS)
 
 
@@ -158,7 +170,7 @@ def _records(threads: list[tuple[str, _Tweet, list[_Tweet]]], path: Path) -> lis
 # --- release folder and thread trees -------------------------------------------------------
 
 
-def _threads_from_release(root: Path) -> list:
+def _threads_from_release(root: Path) -> tuple[list, dict[str, str]]:
     release = root / RELEASE_DIR
     stances = _load_annotations([release / key for key in TRAINDEV_KEYS])
     thread_dirs = _thread_dirs(require_dir(release / "rumoureval-data"))
@@ -168,11 +180,7 @@ def _threads_from_release(root: Path) -> list:
         thread_dirs += _thread_dirs(test)
     else:
         log.warning("%s has no %s/: reading the train and dev threads only", root, TEST_DIR)
-    return [_read_thread(d, stances) for d in thread_dirs]
-
-
-def _threads_from_tree(root: Path, stances: dict[str, str]) -> list:
-    return [_read_thread(d, stances) for d in _thread_dirs(root)]
+    return [_read_thread(d, stances) for d in thread_dirs], stances
 
 
 def _thread_dirs(root: Path) -> list[Path]:
