@@ -89,8 +89,8 @@ class TempoLayer(nn.Module):
         self.attn = TemporalRotaryAttention(hidden, heads, use_rope=rope)
 
     def forward(self, x, ext, slot, pos, key_mask, coords, cls_only):
-        """x [N, L, H] hidden states of N window posts; ext [N, 1, 1, L]; slot [N] window slot of each;
-        pos [N] flat index b*w+slot; key_mask [B, w]; coords [B, w] or None.
+        """x [N, L, H] hidden states of N window posts; ext [N, 1, 1, L]; slot [N] stream-embedding
+        row of each; pos [N] flat index b*w+k into the [B, w] windows; key_mask [B, w]; coords [B, w] or None.
         Returns (h_word, h_stream, x): the [CLS] before/after the rotary MHA as [B, w, H] (zero at
         slots that have no row) and, unless cls_only, x with the attended [CLS] written back."""
         B, w = key_mask.shape
@@ -128,6 +128,7 @@ class LSTMHead(nn.Module):
         # move real slots to the front, keeping their order, so packing sees right-padded rows
         order = torch.sort((~mask).to(torch.uint8), dim=1, stable=True).indices  # [B, w]
         seq = seq.gather(1, order[..., None].expand_as(seq))
+        seq = seq.to(self.lstm.weight_ih_l0.dtype)  # under autocast the pooled input may be bf16
         lengths = mask.sum(1).cpu()
         packed = pack_padded_sequence(seq, lengths, batch_first=True, enforce_sorted=False)
         _, (h, _) = self.lstm(packed)  # h [1, B, hidden], in the original batch order
@@ -135,6 +136,10 @@ class LSTMHead(nn.Module):
 
 
 class TempoFormer(nn.Module):
+    """TempoFormer over a HF BERT/RoBERTa backbone; `head` selects the classifier (the paper's FFN
+    on local ‖ fused [CLS], RoTempoFormer's LSTM over fused [CLS], or RoBERT's LSTM over the plain
+    backbone's pooled [CLS])."""
+
     def __init__(self, config: TempoFormerConfig, backbone=None):
         super().__init__()
         if config.head not in ("tempoformer", "rotempoformer", "robert"):
@@ -163,7 +168,7 @@ class TempoFormer(nn.Module):
             self.pooler_dense = nn.Linear(H, H)
             backbone._init_weights(self.pooler_dense)
 
-        new = []  # modules absent from the checkpoint: initialised like the backbone's own
+        new = []  # transformer-side modules absent from the checkpoint: initialised like the backbone's
         if tempo:
             self.tempo_layers = nn.ModuleList()
             for i in (n - 2, n - 1):
@@ -191,8 +196,7 @@ class TempoFormer(nn.Module):
             if config.head == "rotempoformer" and config.gate_norm:
                 self.gate_norm = GateNorm(H, bc.layer_norm_eps)  # fuses every post's [CLS]
                 new.append(self.gate_norm)
-            self.lstm_head = LSTMHead(H, config)
-            new.append(self.lstm_head)
+            self.lstm_head = LSTMHead(H, config)  # plain torch init, like the classifier MLP
         for m in new:
             m.apply(backbone._init_weights)
 
@@ -221,6 +225,8 @@ class TempoFormer(nn.Module):
 
     def _forward(self, input_ids, attention_mask, window_index, window_mask, time_gap, naive):
         B, w = window_index.shape
+        if w > self.config.window:
+            raise ValueError(f"window of {w} posts, the model has {self.config.window} stream slots")
         window_mask = window_mask.bool()
         if naive:
             input_ids = input_ids[window_index].flatten(0, 1)  # [B*w, L]
@@ -240,7 +246,8 @@ class TempoFormer(nn.Module):
         rows = post_of[pos]  # [N] encoded post of each TempoFormer row
         x = h[rows]  # [N, L, H]: one copy per (window, slot), stream embeddings make them differ
         ext = extended_mask(attention_mask[rows], x.dtype)
-        slot = pos % w
+        # right-aligned: the current post always uses the last stream-embedding row
+        slot = pos % w + (self.config.window - w)
         coords = time_gap if (self.config.temporal_rope and time_gap is not None) else None
         l1, l2 = self.tempo_layers
         _, _, x = l1(x, ext, slot, pos, window_mask, coords, cls_only=False)
