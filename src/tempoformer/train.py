@@ -107,8 +107,9 @@ def tempoformer_setup(data: RunData, params: dict, window: int):
     model_kwargs = {k: v for k, v in params.items() if k in fields}
 
     def build(hp: dict) -> torch.nn.Module:
+        model_hp = {k: v for k, v in hp.items() if k not in SETTINGS_FIELDS}
         config = TempoFormerConfig(
-            backbone=path, num_labels=len(data.labels), window=window, **{**model_kwargs, **hp}
+            backbone=path, num_labels=len(data.labels), window=window, **{**model_kwargs, **model_hp}
         )
         return TempoFormer(config)
 

@@ -2,14 +2,14 @@
 
 The window is cut into short overlapping units of `unit_size` posts, consecutive units
 `unit_shift` posts apart, anchored at the current post (sig-networks: window_size 5, shift 3;
-the history covered is unit_shift * n + unit_size - unit_shift posts for n units). One shared
-SWNU turns each unit into a vector; a BiLSTM over the units in chronological order gives the
-stream state (final states of both directions added, as in sig-networks); it is concatenated
-with the current post embedding (and the time gap to the previous post) and classified by a FFN.
+n units cover unit_shift * n + unit_size - unit_shift posts). One shared SWNU (`SWNUnit`) turns
+each unit into a vector; a BiLSTM over the units in chronological order gives the stream state
+(final states of both directions added, as in sig-networks), which is concatenated with the
+current post embedding (and the time gap to the previous post) and classified by a FFN.
 
-Units made only of padding are dropped before the SWNU and skipped by the BiLSTM (packing), so
-left padding never changes the output. The SWNU differs from sig-networks as described in
-`tempoformer.models.swnu`.
+Units without a post of their own (see `forward`) are dropped before the SWNU and skipped by the
+BiLSTM (packing), so left padding never changes the output. The SWNU differs from sig-networks
+as listed in `tempoformer.models.swnu`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tempoformer.models.bilstm import packed_lstm
-from tempoformer.models.swnu import SWNU, feedforward, previous_gap
+from tempoformer.models.swnu import SWNUnit, feedforward, previous_gap
 
 
 class SeqSigNet(nn.Module):
@@ -49,7 +49,7 @@ class SeqSigNet(nn.Module):
         self.unit_shift = unit_shift
         self.concat_time = concat_time
         self.time_scale = time_scale
-        self.swnu = SWNU(input_dim, conv_dim, swnu_hidden_dim, sig_depth, pooling, time_scale)
+        self.swnu = SWNUnit(input_dim, conv_dim, swnu_hidden_dim, sig_depth, pooling, time_scale)
         self.lstm = nn.LSTM(
             self.swnu.output_dim, lstm_hidden_dim, batch_first=True, bidirectional=True
         )
@@ -74,7 +74,12 @@ class SeqSigNet(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
         x_units, mask_units, time_units = self.split_units(x, mask, time)
         B, n = mask_units.shape[:2]
-        present = mask_units.any(dim=-1)  # [B, n]; the last unit always holds the current post
+        # A unit is used when one of its first `unit_shift` slots is a real post, i.e. it holds
+        # a post the next unit does not. A unit whose real posts all reappear in the next unit
+        # exists only because the window is longer than the stream; using it would make the
+        # output depend on how much padding there is. The last unit holds the current post.
+        present = mask_units[..., : self.unit_shift].any(dim=-1)  # [B, n]
+        present[:, -1] = True
         vectors = self.swnu(x_units[present], mask_units[present], time_units[present])
         unit_states = vectors.new_zeros(B, n, vectors.shape[-1])
         unit_states[present] = vectors

@@ -1,7 +1,8 @@
 """SWNU stream baseline: Signature Window Network Unit (Tseriotou et al. 2023, sig-networks).
 
-Composition, following sig-networks `SWNU` / `SWNUNetwork` as run in its paper scripts
-(log-signature, depth 3, BiLSTM inside the unit, "signature" pooling, concatenation head):
+`SWNUnit` is sig-networks' `SWNU` and `SWNU` (the classifier the training code builds) is its
+`SWNUNetwork`, composed as in the sig-networks paper scripts (log-signature of depth 3, BiLSTM
+inside the unit, "signature" pooling, concatenation head):
 
   embeddings [B, w, D] --Conv1d(k=3) + tanh--> [B, w, conv_dim]      dimension reduction
   append the time channel                    -> path [B, w, conv_dim + 1]
@@ -11,15 +12,16 @@ Composition, following sig-networks `SWNU` / `SWNUNetwork` as run in its paper s
   concat(unit output, current post embedding, time gap to the previous post) -> FFN -> logits
 
 Where this differs from sig-networks:
-- the conv reads the 384-d SBERT embeddings directly (sig-networks first reduces them with UMAP
-  to 15 dims, outside the network) and the time feature is appended *after* the conv as its own
-  path channel, where sig-networks feeds the time features into the conv with the embeddings;
+- the conv reads the SBERT embeddings directly (sig-networks first reduces them with UMAP to 15
+  dims, outside the network), and the time feature is appended *after* the conv as a path
+  channel of its own, where sig-networks feeds the time features into the conv together with
+  the embeddings;
 - time is multiplied by a fixed `time_scale` instead of being z-scored over the corpus;
-- the feature concatenated at the output is the time gap from the previous post to the current
-  one: the current post's own feature (log-gap to itself, or its slot index) carries no
-  information, sig-networks concatenates the post's absolute time encoding instead, which the
-  window layout here does not carry;
-- padding is handled exactly (see `forward`) instead of by zero padding below the posts.
+- the time feature concatenated at the output is the gap from the previous post to the current
+  one. The current post's own feature is 0 by construction (log-gap or distance to itself), and
+  sig-networks' choice, the post's absolute time encoding, is not part of the window layout;
+- one LSTM block per unit (sig-networks can stack several), no reverse-path option;
+- padding is handled exactly (see `SWNUnit.forward`) instead of by zero padding.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def previous_gap(mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
     return gap[:, None]
 
 
-class SWNU(nn.Module):
+class SWNUnit(nn.Module):
     """One Signature Window Network Unit: a window of posts -> one vector [B, output_dim]."""
 
     def __init__(
@@ -80,7 +82,7 @@ class SWNU(nn.Module):
         self.sig_depth = sig_depth
         self.hidden_dim = hidden_dim
         self.pooling = pooling
-        # Log-gaps (0..~16) and slot indices (0..w) become O(1), like the tanh-bounded channels.
+        # Log-gaps (0..~16) and post distances (0..w-1) become O(1), like the tanh channels.
         self.time_scale = time_scale
         self.conv = nn.Conv1d(input_dim, conv_dim, kernel_size=3, padding=1)
         self.lstm = nn.LSTM(
@@ -114,8 +116,9 @@ class SWNU(nn.Module):
         return path_log_signature(out, self.sig_depth, real_first)
 
 
-class SWNUNetwork(nn.Module):
-    """SWNU over the whole window + current post embedding (+ time) -> FFN classifier."""
+class SWNU(nn.Module):
+    """The SWNU baseline (sig-networks `SWNUNetwork`): one unit over the whole window, plus the
+    current post embedding (and time gap) -> FFN classifier."""
 
     def __init__(
         self,
@@ -133,7 +136,7 @@ class SWNUNetwork(nn.Module):
         super().__init__()
         self.concat_time = concat_time
         self.time_scale = time_scale
-        self.swnu = SWNU(input_dim, conv_dim, swnu_hidden_dim, sig_depth, pooling, time_scale)
+        self.swnu = SWNUnit(input_dim, conv_dim, swnu_hidden_dim, sig_depth, pooling, time_scale)
         head_dim = self.swnu.output_dim + input_dim + int(concat_time)
         self.ffn = feedforward(head_dim, ffn_hidden_dims, num_labels, dropout)
 
