@@ -1,11 +1,14 @@
 # tempoformer: raw corpora → posts → windows/folds/embeddings → training runs → tables.
 # Run: snakemake --cores all   (another config: --configfile FILE, which replaces the default)
+import os
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
+# The default config only when none is given: a --configfile replaces it instead of merging.
 if not config:
-    configfile: "config/config.yaml"
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
