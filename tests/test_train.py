@@ -62,3 +62,51 @@ def test_unknown_label_is_reported(toy_run):
     with pytest.raises(ValueError, match="not in the config"):
         run_training(toy_run / "posts.parquet", toy_run / "folds.parquet", toy_run / "x", "random", {},
                      ["S", "X"], 1, 0, 0)
+
+
+def test_killed_run_resumes_to_the_same_metrics(toy_run, monkeypatch):
+    import tempoformer.training as training
+
+    params = {"epochs": 6, "batch_size": 16, "patience": 10, "grid": {"lr": [1e-3], "hidden_dims": [[16, 16]]}}
+    uninterrupted = train(toy_run, "ffn_history", 3, params, out="whole")
+    assert not (toy_run / "whole_ffn_history_3" / "checkpoints").exists()
+
+    real_predict, calls = training.predict_proba, {"n": 0}
+
+    def dies_in_epoch_three(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("killed")
+        return real_predict(*args, **kwargs)
+
+    monkeypatch.setattr(training, "predict_proba", dies_in_epoch_three)
+    with pytest.raises(KeyboardInterrupt):
+        train(toy_run, "ffn_history", 3, params, out="killed")
+    checkpoints = list((toy_run / "killed_ffn_history_3" / "checkpoints").glob("*.pt"))
+    assert len(checkpoints) == 1 and not (toy_run / "killed_ffn_history_3" / "metrics.json").exists()
+    monkeypatch.setattr(training, "predict_proba", real_predict)
+    resumed = train(toy_run, "ffn_history", 3, params, out="killed")
+    assert [e["epoch"] for e in resumed["grid"][0]["epochs"]] == list(range(6))
+    assert resumed["grid"] == uninterrupted["grid"] and resumed["test"] == uninterrupted["test"]
+
+
+def test_checkpoint_of_other_settings_is_not_resumed(toy_run, monkeypatch):
+    import tempoformer.training as training
+
+    a = {"epochs": 6, "batch_size": 16, "grid": {"lr": [1e-2], "hidden_dims": [[16, 16]]}}
+    b = {**a, "grid": {"lr": [1e-3], "hidden_dims": [[16, 16]]}}
+    real_predict, calls = training.predict_proba, {"n": 0}
+
+    def dies_in_epoch_three(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("killed")
+        return real_predict(*args, **kwargs)
+
+    monkeypatch.setattr(training, "predict_proba", dies_in_epoch_three)
+    with pytest.raises(KeyboardInterrupt):
+        train(toy_run, "ffn_history", 0, a, out="shared")
+    monkeypatch.setattr(training, "predict_proba", real_predict)
+    after_other = train(toy_run, "ffn_history", 0, b, out="shared")
+    fresh = train(toy_run, "ffn_history", 0, b, out="fresh")
+    assert after_other["grid"] == fresh["grid"]

@@ -1,43 +1,14 @@
 """The whole DAG on the tiny config, in a temporary folder, through the real `snakemake` CLI."""
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, planned_jobs, snakemake
 
-BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
-
-
-def snakemake(workdir: Path, configfile: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
-    command = [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-               "--configfile", str(configfile), "--cores", "2", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
-
-
-def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
-    """Job counts per rule from a dry run's 'Job stats' table."""
-    stats = result.stdout.split("Job stats:")[-1] if "Job stats:" in result.stdout else ""
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M) if m[1] != "total"}
-
-
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("dag")
-    config = workdir / "config.yaml"
-    shutil.copy(REPO / "config" / "tiny.yaml", config)
-    result = snakemake(workdir, config)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir, config
 
 
 def test_dag_writes_table2_with_every_model(finished_run):

@@ -7,9 +7,11 @@ selected configuration's best dev epoch is evaluated once on the test set.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,8 +147,10 @@ def random_prior(data: RunData, seed: int) -> tuple[np.ndarray, dict]:
     return prob, {"selected": {"prior": prior.round(6).tolist()}, "dev_macro": dev_macro, "grid": []}
 
 
-def search_grid(data: RunData, model: str, params: dict, window: int, seed: int, device: str):
-    """Train every grid point; return test probabilities of the best on dev, and the search log."""
+def search_grid(data: RunData, model: str, params: dict, window: int, seed: int, device: str,
+                checkpoints: Path | None = None, run_key: dict | None = None):
+    """Train every grid point; return test probabilities of the best on dev, the best model
+    and the search log. Each grid point checkpoints every epoch under `checkpoints`."""
     if model in TRANSFORMER_MODELS:
         build, make_batch = tempoformer_setup(data, params, window)
         defaults = {"optimizer": "adamw", "schedule": "linear", "batching": "chunk"}
@@ -160,15 +164,27 @@ def search_grid(data: RunData, model: str, params: dict, window: int, seed: int,
         torch.manual_seed(seed)
         net = build(hp)
         settings = TrainSettings(**{**settings_base, **{k: v for k, v in hp.items() if k in SETTINGS_FIELDS}})
+        checkpoint = None
+        if checkpoints is not None:
+            checkpoint = checkpoints / f"{_digest({**(run_key or {}), 'hp': hp})}.pt"
         history = fit(net, make_batch, data.y, data.rows["train"], data.rows["dev"], alpha,
-                      data.labels, settings, seed, device)
+                      data.labels, settings, seed, device, checkpoint)
         log.append({"hp": hp, "dev_macro": history["dev_macro"], "best_epoch": history["best_epoch"],
                     "epochs": history["history"]})
         if best is None or history["dev_macro"] > best[0]:
             prob = predict_proba(net, make_batch, data.rows["test"], device, settings.eval_batch_size)
-            best = (history["dev_macro"], hp, prob)
-    dev_macro, hp, prob = best
-    return prob, {"selected": hp, "dev_macro": dev_macro, "grid": log}
+            best = (history["dev_macro"], hp, prob, net)
+    dev_macro, hp, prob, net = best
+    return prob, net, {"selected": hp, "dev_macro": dev_macro, "grid": log}
+
+
+def _digest(value) -> str:
+    return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _file_identity(*paths) -> list:
+    """Size and mtime of the inputs: a checkpoint made from other data is never resumed."""
+    return [(str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths if p]
 
 
 def run_training(
@@ -182,10 +198,15 @@ def run_training(
     device = pick_device(device)
     started = time.perf_counter()
     data = load_run_data(posts_path, folds_path, fold, labels, streams_path, embeddings_path)
+    out_dir = Path(out_dir)
+    checkpoints = out_dir / "checkpoints"
     if model == "random":
         prob, search = random_prior(data, seed)
     else:
-        prob, search = search_grid(data, model, params, window, seed, device)
+        run_key = {"model": model, "params": params, "labels": labels, "window": window,
+                   "fold": fold, "seed": seed,
+                   "inputs": _file_identity(posts_path, folds_path, streams_path, embeddings_path)}
+        prob, _, search = search_grid(data, model, params, window, seed, device, checkpoints, run_key)
     test_rows = data.rows["test"]
     pred = prob.argmax(1)
     scores = f1_scores(data.y[test_rows], pred, data.labels)
@@ -204,9 +225,9 @@ def run_training(
         "n": {split: int(len(rows)) for split, rows in data.rows.items()},
         "device": device, "seconds": round(time.perf_counter() - started, 2), **search,
     }
-    out_dir = Path(out_dir)
     write_parquet_atomic(predictions, out_dir / "predictions.parquet")
     tmp = out_dir / ".metrics.json.tmp"
     tmp.write_text(json.dumps(metrics, indent=1))
     os.replace(tmp, out_dir / "metrics.json")
+    shutil.rmtree(checkpoints, ignore_errors=True)  # the run is complete: nothing to resume
     return metrics

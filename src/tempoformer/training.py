@@ -7,9 +7,10 @@ optimizer step, and early stopping compares with the best dev epoch, not the pre
 
 from __future__ import annotations
 
-import copy
 import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
@@ -82,12 +83,15 @@ def fit(
     settings: TrainSettings,
     seed: int,
     device: str,
+    checkpoint: str | Path | None = None,
 ) -> dict:
     """Train with early stopping; leaves the best dev epoch's weights in `model`.
 
-    Returns the history: dev macro-F1 per epoch, the best epoch and its score.
+    With `checkpoint`, the full training state (weights, optimizer, schedule, random
+    generators, best epoch so far) is saved after every epoch, and a run started again with
+    the same file resumes after the last finished epoch and ends exactly as an uninterrupted
+    run would. Returns the history: dev macro-F1 per epoch, the best epoch and its score.
     """
-    rng = np.random.default_rng(seed)
     model.to(device)
     optimizer = _optimizer(model, settings)
     steps_per_epoch = math.ceil(len(batches(train_rows, settings, np.random.default_rng(0))) / settings.grad_accum)
@@ -97,10 +101,15 @@ def fit(
         if settings.schedule == "linear"
         else None
     )
+    state = {"epoch": -1, "history": [], "epochs_without_gain": 0, "finished": False,
+             "best": {"dev_macro": -1.0, "epoch": -1, "state": None}}
+    rng = np.random.default_rng(seed)
+    if checkpoint is not None and Path(checkpoint).exists():
+        state = _resume(checkpoint, model, optimizer, scheduler, rng)
     target = torch.tensor(y, dtype=torch.long)
-    best = {"dev_macro": -1.0, "epoch": -1, "state": None}
-    history, epochs_without_gain = [], 0
-    for epoch in range(settings.epochs):
+    for epoch in range(state["epoch"] + 1, settings.epochs):
+        if state["finished"]:
+            break
         model.train()
         epoch_batches = batches(train_rows, settings, rng)
         losses = []
@@ -120,16 +129,55 @@ def fit(
                 optimizer.zero_grad(set_to_none=True)
         dev_prob = predict_proba(model, make_batch, dev_rows, device, settings.eval_batch_size)
         dev_macro = f1_scores(y[dev_rows], dev_prob.argmax(1), labels)["macro"]
-        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "dev_macro": dev_macro})
-        if dev_macro > best["dev_macro"]:
-            best = {"dev_macro": dev_macro, "epoch": epoch, "state": copy.deepcopy(model.state_dict())}
-            epochs_without_gain = 0
+        state["history"].append({"epoch": epoch, "train_loss": float(np.mean(losses)), "dev_macro": dev_macro})
+        state["epoch"] = epoch
+        if dev_macro > state["best"]["dev_macro"]:
+            state["best"] = {"dev_macro": dev_macro, "epoch": epoch, "state": _cpu_copy(model.state_dict())}
+            state["epochs_without_gain"] = 0
         else:
-            epochs_without_gain += 1
-            if epochs_without_gain >= settings.patience:
-                break
-    model.load_state_dict(best["state"])
-    return {"history": history, "best_epoch": best["epoch"], "dev_macro": best["dev_macro"]}
+            state["epochs_without_gain"] += 1
+            state["finished"] = state["epochs_without_gain"] >= settings.patience
+        if checkpoint is not None:
+            _save_checkpoint(checkpoint, state, model, optimizer, scheduler, rng)
+    model.load_state_dict(state["best"]["state"])
+    return {"history": state["history"], "best_epoch": state["best"]["epoch"],
+            "dev_macro": state["best"]["dev_macro"]}
+
+
+def _cpu_copy(state_dict: dict) -> dict:
+    return {k: v.detach().to("cpu", copy=True) for k, v in state_dict.items()}
+
+
+def _save_checkpoint(path, state, model, optimizer, scheduler, rng) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        **state,
+        "model": _cpu_copy(model.state_dict()),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "numpy_rng": rng.bit_generator.state,
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def _resume(path, model, optimizer, scheduler, rng) -> dict:
+    payload = torch.load(path, map_location="cpu", weights_only=False)
+    model.load_state_dict(payload.pop("model"))
+    optimizer.load_state_dict(payload.pop("optimizer"))
+    scheduler_state = payload.pop("scheduler")
+    if scheduler is not None and scheduler_state is not None:
+        scheduler.load_state_dict(scheduler_state)
+    rng.bit_generator.state = payload.pop("numpy_rng")
+    torch.set_rng_state(payload.pop("torch_rng"))
+    cuda_rng = payload.pop("cuda_rng")
+    if cuda_rng is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(cuda_rng)
+    return payload
 
 
 def grid(space: dict) -> Iterator[dict]:

@@ -10,6 +10,12 @@ rule embed:
     params:
         model=config["embedding_model"],
     threads: config["threads"]
+    # Cluster requests (profiles/slurm): a CPU job; memory (MB) and time (minutes) double with
+    # each retry of a failed job.
+    resources:
+        mem_mb=lambda w, attempt: 4000 * 2 ** (attempt - 1),
+        runtime=lambda w, attempt: 120 * 2 ** (attempt - 1),
+    retries: 2
     log:
         f"{RESULTS}/logs/{{dataset}}/embed.log",
     shell:

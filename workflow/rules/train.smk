@@ -32,6 +32,14 @@ rule train:
         optional=optional_inputs,
         out_dir=lambda w: run_dir(w.dataset, w.model, w.window, w.fold, w.seed),
     threads: lambda w: model_threads(w.model)
+    # Cluster requests (profiles/slurm): a GPU for transformer models only (override with
+    # --set-resources train:gpu=0 where there is none); memory (MB) and time (minutes) double
+    # with each retry of a failed job.
+    resources:
+        gpu=lambda w: 1 if w.model in ("tempoformer", "bert", "roberta") else 0,
+        mem_mb=lambda w, attempt: 2 ** (attempt - 1) * (8000 if w.model in ("tempoformer", "bert", "roberta") else 2000),
+        runtime=lambda w, attempt: 2 ** (attempt - 1) * (720 if w.model in ("tempoformer", "bert", "roberta") else 60),
+    retries: 2
     log:
         f"{RESULTS}/logs/{{dataset}}/train/{{model}}_w{{window}}_fold{{fold}}_seed{{seed}}.log",
     shell:

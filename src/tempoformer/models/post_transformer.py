@@ -1,0 +1,127 @@
+"""Post-level BERT / RoBERTa baseline (paper §4.2): a pretrained encoder fine-tuned on each post alone.
+
+The heads are those of transformers' `BertForSequenceClassification` and
+`RobertaForSequenceClassification`, which the authors' code fine-tunes:
+  - "pooler" (BERT):  [CLS] -> pretrained pooler (dense + tanh) -> dropout -> linear
+  - "dense" (RoBERTa): [CLS] -> dropout -> new dense -> tanh -> dropout -> linear
+RoBERTa's pooler was never trained (no next-sentence objective) and checkpoints may lack its
+weights, so RoBERTa gets a freshly initialised tanh-dense instead. `head="auto"` picks "dense" for
+RoBERTa-family backbones and for any checkpoint without pooler weights, else "pooler".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm")
+
+
+@dataclass
+class PostTransformerConfig:
+    backbone: str  # path of a HF encoder dir (loaded with local_files_only=True)
+    num_labels: int
+    head: str = "auto"  # "auto" | "pooler" (BERT) | "dense" (RoBERTa classification head)
+    dropout: float | None = None  # None: the backbone's classifier_dropout or hidden_dropout_prob
+
+
+class PostTransformer(nn.Module):
+    def __init__(self, config: PostTransformerConfig, backbone=None, pooler_loaded: bool | None = None):
+        """backbone: an already built HF BertModel/RobertaModel (tests); else loaded from
+        config.backbone. pooler_loaded: whether its pooler holds pretrained weights (a given
+        backbone's pooler is taken as loaded)."""
+        super().__init__()
+        if config.head not in ("auto", "pooler", "dense"):
+            raise ValueError(f"unknown head {config.head!r}; known: auto, pooler, dense")
+        if backbone is None:
+            from transformers import AutoModel
+
+            backbone, info = AutoModel.from_pretrained(
+                config.backbone, local_files_only=True, output_loading_info=True
+            )
+            pooler_loaded = not any(k.startswith("pooler.") or ".pooler." in k for k in info["missing_keys"])
+        bc = backbone.config
+        has_pooler = getattr(backbone, "pooler", None) is not None and pooler_loaded is not False
+        head = config.head
+        if head == "auto":
+            head = "dense" if bc.model_type in ROBERTA_TYPES or not has_pooler else "pooler"
+        if head == "pooler" and getattr(backbone, "pooler", None) is None:
+            raise ValueError(f"head 'pooler' needs a backbone with a pooler ({bc.model_type} has none)")
+        self.config, self.head = config, head
+
+        H = bc.hidden_size
+        if config.dropout is not None:
+            p = config.dropout
+        elif getattr(bc, "classifier_dropout", None) is not None:
+            p = bc.classifier_dropout
+        else:
+            p = bc.hidden_dropout_prob
+        self.dropout = nn.Dropout(p)
+        new = []
+        if head == "pooler":
+            self.pool_dense = backbone.pooler.dense  # pretrained
+        else:
+            self.pool_dense = nn.Linear(H, H)
+            new.append(self.pool_dense)
+        self.classifier = nn.Linear(H, config.num_labels)
+        new.append(self.classifier)
+        backbone.pooler = None  # pooling happens here; no parameter is left without a gradient
+        self.encoder = backbone
+        for m in new:
+            m.apply(backbone._init_weights)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """input_ids, attention_mask [B, L] (right-padded) -> logits [B, num_labels]."""
+        h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # [B, L, H]
+        cls = h[:, 0]  # [CLS] / <s>
+        if self.head == "pooler":
+            x = torch.tanh(self.pool_dense(cls))
+        else:
+            x = torch.tanh(self.pool_dense(self.dropout(cls)))
+        return self.classifier(self.dropout(x))
+
+
+def pad_batch(seqs: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad token id lists to the longest of them."""
+    L = max(len(s) for s in seqs)
+    input_ids = torch.full((len(seqs), L), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(seqs), L), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        input_ids[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+        attention_mask[i, : len(s)] = 1
+    return {"input_ids": input_ids, "attention_mask": attention_mask}
+
+
+def post_transformer_setup(data, params: dict, window: int):
+    """(build(hp) -> PostTransformer, make_batch(rows) -> forward kwargs), like train.tempoformer_setup.
+
+    params: backbone (a path, or "minilm"), max_tokens (default 128), optionally head/dropout;
+    training keys (lr, epochs, ...) and grid are ignored here. The window is unused: post level.
+    """
+    from transformers import AutoTokenizer
+
+    from ..embed import backbone_path
+    from ..training import TrainSettings
+
+    settings_fields = {f for f in TrainSettings.__dataclass_fields__}
+    path = backbone_path(params.get("backbone", "minilm"))
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    # every post tokenised once, up front; batches are padded to their own longest post
+    token_ids = tokenizer(
+        data.posts["text"].to_list(), truncation=True, max_length=params.get("max_tokens", 128)
+    )["input_ids"]
+    fields = set(PostTransformerConfig.__dataclass_fields__) - {"backbone", "num_labels"}
+    model_kwargs = {k: v for k, v in params.items() if k in fields}
+
+    def build(hp: dict) -> nn.Module:
+        model_hp = {k: v for k, v in hp.items() if k in fields and k not in settings_fields}
+        config = PostTransformerConfig(backbone=path, num_labels=len(data.labels), **{**model_kwargs, **model_hp})
+        return PostTransformer(config)
+
+    def make_batch(rows: np.ndarray) -> dict[str, torch.Tensor]:
+        return pad_batch([token_ids[r] for r in np.asarray(rows)], tokenizer.pad_token_id)
+
+    return build, make_batch
