@@ -61,7 +61,7 @@ def cmd_train(args):
 
     metrics = run_training(
         args.posts, args.folds, args.out_dir, args.model, args.params, args.labels, args.window,
-        args.fold, args.seed, args.streams, args.embeddings, args.threads, args.device,
+        args.fold, args.seed, args.streams, args.embeddings, args.threads, args.device, args.type,
     )
     logging.info("test macro-F1 %.4f (dev %.4f) in %.1f s", metrics["test"]["macro"],
                  metrics["dev_macro"], metrics["seconds"])
@@ -117,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--folds", required=True)
     p.add_argument("--streams")
     p.add_argument("--embeddings")
-    p.add_argument("--model", required=True)
+    p.add_argument("--model", required=True, help="the model's name in the config")
+    p.add_argument("--type", help="model type (default: the name): random, ffn_history, bilstm, "
+                   "swnu, seqsignet, tempoformer, bert, roberta, llm")
     p.add_argument("--params", type=_json, default={}, help="model settings and grid as JSON")
     p.add_argument("--labels", type=_json, required=True, help="class names as a JSON list")
     p.add_argument("--window", type=int, required=True)

@@ -26,6 +26,12 @@ MODEL_ORDER = {
     "seqsignet": ("stream", "Seq-Sig-Net"),
     "bilstm": ("stream", "BiLSTM"),
     "tempoformer": ("stream", "TempoFormer"),
+    "tempoformer_no_temporal_rope": ("stream", "-Temporal RoPE"),
+    "tempoformer_no_rope": ("stream", "-RoPE MHA"),
+    "tempoformer_no_stream_embeddings": ("stream", "-Stream embed."),
+    "tempoformer_no_gate_norm": ("stream", "-Gate&Norm"),
+    "robert": ("stream", "RoBERT"),
+    "rotempoformer": ("stream", "RoTempoFormer"),
 }
 
 

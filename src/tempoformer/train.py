@@ -35,8 +35,12 @@ STREAM_MODELS = {
     "swnu": ("tempoformer.models.swnu", "SWNU"),
     "seqsignet": ("tempoformer.models.seqsignet", "SeqSigNet"),
 }
-TRANSFORMER_MODELS = ("tempoformer",)
-MODELS = ("random", *STREAM_MODELS, *TRANSFORMER_MODELS)
+# Model types; a config entry names a model and gives its type (default: its name), so
+# ablations and variants are entries such as `tempoformer_no_rope: {type: tempoformer, ...}`.
+WINDOW_TRANSFORMERS = ("tempoformer",)
+POST_TRANSFORMERS = ("bert", "roberta")
+UNTRAINED = ("random", "llm")
+MODEL_TYPES = (*UNTRAINED, *STREAM_MODELS, *WINDOW_TRANSFORMERS, *POST_TRANSFORMERS)
 SETTINGS_FIELDS = {f.name for f in dataclasses.fields(TrainSettings)}
 
 
@@ -147,16 +151,25 @@ def random_prior(data: RunData, seed: int) -> tuple[np.ndarray, dict]:
     return prob, {"selected": {"prior": prior.round(6).tolist()}, "dev_macro": dev_macro, "grid": []}
 
 
-def search_grid(data: RunData, model: str, params: dict, window: int, seed: int, device: str,
+def model_setup(data: RunData, model_type: str, params: dict, window: int):
+    """(build(hp) -> model, make_batch(rows) -> forward kwargs, default training settings)."""
+    if model_type in WINDOW_TRANSFORMERS:
+        build, make_batch = tempoformer_setup(data, params, window)
+        return build, make_batch, {"optimizer": "adamw", "schedule": "linear", "batching": "chunk"}
+    if model_type in POST_TRANSFORMERS:
+        from .models.post_transformer import post_transformer_setup
+
+        build, make_batch = post_transformer_setup(data, params, window)
+        return build, make_batch, {"optimizer": "adamw", "schedule": "linear", "batching": "shuffle"}
+    build, make_batch = stream_setup(data, model_type, params)
+    return build, make_batch, {"optimizer": "adam", "schedule": "none", "batching": "shuffle"}
+
+
+def search_grid(data: RunData, model_type: str, params: dict, window: int, seed: int, device: str,
                 checkpoints: Path | None = None, run_key: dict | None = None):
     """Train every grid point; return test probabilities of the best on dev, the best model
     and the search log. Each grid point checkpoints every epoch under `checkpoints`."""
-    if model in TRANSFORMER_MODELS:
-        build, make_batch = tempoformer_setup(data, params, window)
-        defaults = {"optimizer": "adamw", "schedule": "linear", "batching": "chunk"}
-    else:
-        build, make_batch = stream_setup(data, model, params)
-        defaults = {"optimizer": "adam", "schedule": "none", "batching": "shuffle"}
+    build, make_batch, defaults = model_setup(data, model_type, params, window)
     settings_base = {**defaults, **{k: v for k, v in params.items() if k in SETTINGS_FIELDS}}
     alpha = focal_alpha(data.y[data.rows["train"]], len(data.labels))
     log, best = [], None
@@ -190,23 +203,28 @@ def _file_identity(*paths) -> list:
 def run_training(
     posts_path, folds_path, out_dir, model: str, params: dict, labels: list[str], window: int,
     fold: int, seed: int, streams_path=None, embeddings_path=None, threads: int | None = None,
-    device: str | None = None,
+    device: str | None = None, model_type: str | None = None,
 ) -> dict:
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+    model_type = model_type or model
+    if model_type not in MODEL_TYPES:
+        raise ValueError(f"unknown model type {model_type!r}; known: {', '.join(MODEL_TYPES)}")
     set_threads(threads)
     device = pick_device(device)
     started = time.perf_counter()
     data = load_run_data(posts_path, folds_path, fold, labels, streams_path, embeddings_path)
     out_dir = Path(out_dir)
     checkpoints = out_dir / "checkpoints"
-    if model == "random":
+    if model_type == "random":
         prob, search = random_prior(data, seed)
+    elif model_type == "llm":
+        from .llm import llm_predict
+
+        prob, search = llm_predict(data, params, window, seed, device=device)
     else:
-        run_key = {"model": model, "params": params, "labels": labels, "window": window,
+        run_key = {"model": model_type, "params": params, "labels": labels, "window": window,
                    "fold": fold, "seed": seed,
                    "inputs": _file_identity(posts_path, folds_path, streams_path, embeddings_path)}
-        prob, _, search = search_grid(data, model, params, window, seed, device, checkpoints, run_key)
+        prob, _, search = search_grid(data, model_type, params, window, seed, device, checkpoints, run_key)
     test_rows = data.rows["test"]
     pred = prob.argmax(1)
     scores = f1_scores(data.y[test_rows], pred, data.labels)
@@ -220,7 +238,7 @@ def run_training(
         **{f"prob_{label}": prob[:, i] for i, label in enumerate(data.labels)},
     })
     metrics = {
-        "dataset": str(data.posts["dataset"][0]), "model": model, "window": window, "fold": fold,
+        "dataset": str(data.posts["dataset"][0]), "model": model, "type": model_type, "window": window, "fold": fold,
         "seed": seed, "labels": data.labels, "test": scores,
         "n": {split: int(len(rows)) for split, rows in data.rows.items()},
         "device": device, "seconds": round(time.perf_counter() - started, 2), **search,

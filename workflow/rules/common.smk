@@ -21,9 +21,12 @@ def code(*modules):
     return [os.path.join(PACKAGE, m) for m in modules]
 
 
-# What each model's training job runs, beyond the shared training code.
+# What each model type's training job runs, beyond the shared training code.
 MODEL_CODE = {
     "random": [],
+    "llm": ["llm/__init__.py", "llm/predict.py", "llm/prompts.py", "llm/generate.py", "llm/bucketing.py"],
+    "bert": ["models/post_transformer.py"],
+    "roberta": ["models/post_transformer.py"],
     "ffn_history": ["models/ffn_history.py"],
     "bilstm": ["models/bilstm.py"],
     "swnu": ["models/swnu.py", "models/signature.py"],
@@ -32,11 +35,25 @@ MODEL_CODE = {
 }
 TRAIN_CODE = ["train.py", "training.py", "losses.py", "metrics.py", "device.py"]
 EMBEDDING_MODELS = {"ffn_history", "bilstm", "swnu", "seqsignet"}
-WINDOW_MODELS = EMBEDDING_MODELS | {"tempoformer"}
+WINDOW_MODELS = EMBEDDING_MODELS | {"tempoformer", "llm"}
+GPU_MODELS = {"tempoformer", "bert", "roberta", "llm"}
+
+
+def model_type(model):
+    """A model entry's type: its `type` key, or its name (`tempoformer_no_rope: {type: tempoformer}`)."""
+    return MODELS[model].get("type", model)
 
 
 def model_threads(model):
     return MODELS[model].get("threads", config["threads"])
+
+
+for _dataset, _spec in DATASETS.items():
+    for _model in _spec["models"]:
+        if _model not in MODELS:
+            raise ValueError(f"config: datasets.{_dataset}.models names {_model!r}, which has no entry under models")
+        if model_type(_model) not in MODEL_CODE:
+            raise ValueError(f"config: models.{_model}.type {model_type(_model)!r} is not one of {sorted(MODEL_CODE)}")
 
 
 def run_dir(dataset, model, window, fold, seed):

@@ -5,11 +5,11 @@ def train_inputs(w):
     inputs = {
         "posts": f"{RESULTS}/{w.dataset}/posts.parquet",
         "folds": f"{RESULTS}/{w.dataset}/folds.parquet",
-        "code": code(*TRAIN_CODE, *MODEL_CODE[w.model]),
+        "code": code(*TRAIN_CODE, *MODEL_CODE[model_type(w.model)]),
     }
-    if w.model in WINDOW_MODELS:
+    if model_type(w.model) in WINDOW_MODELS:
         inputs["streams"] = f"{RESULTS}/{w.dataset}/streams_w{w.window}.parquet"
-    if w.model in EMBEDDING_MODELS:
+    if model_type(w.model) in EMBEDDING_MODELS:
         inputs["embeddings"] = f"{RESULTS}/{w.dataset}/sbert.npy"
     return inputs
 
@@ -29,6 +29,7 @@ rule train:
     params:
         model_params=lambda w: json.dumps(MODELS[w.model]["params"]),
         labels=lambda w: json.dumps(DATASETS[w.dataset]["labels"]),
+        model_type=lambda w: model_type(w.model),
         optional=optional_inputs,
         out_dir=lambda w: run_dir(w.dataset, w.model, w.window, w.fold, w.seed),
     threads: lambda w: model_threads(w.model)
@@ -44,6 +45,6 @@ rule train:
         f"{RESULTS}/logs/{{dataset}}/train/{{model}}_w{{window}}_fold{{fold}}_seed{{seed}}.log",
     shell:
         "tempoformer train --posts {input.posts} --folds {input.folds} {params.optional}"
-        " --model {wildcards.model} --params {params.model_params:q} --labels {params.labels:q}"
+        " --model {wildcards.model} --type {params.model_type} --params {params.model_params:q} --labels {params.labels:q}"
         " --window {wildcards.window} --fold {wildcards.fold} --seed {wildcards.seed}"
         " --threads {threads} --out-dir {params.out_dir} 2> {log}"

@@ -40,9 +40,9 @@ DEFAULTS = {
 
 
 def _settings(params: dict) -> dict:
-    unknown = set(params) - set(DEFAULTS) - {"model", "device"}
+    unknown = set(params) - set(DEFAULTS) - {"model"}
     if unknown:
-        raise ValueError(f"unknown LLM params {sorted(unknown)}; known: model, device, {', '.join(DEFAULTS)}")
+        raise ValueError(f"unknown LLM params {sorted(unknown)}; known: model, {', '.join(DEFAULTS)}")
     if not params.get("model"):
         raise ValueError("LLM params need `model`: a causal LM directory or hub id")
     s = {**DEFAULTS, **params}
@@ -81,7 +81,8 @@ class ExampleMaker:
     def __call__(self, rows: np.ndarray, labels: list[str] | None = None) -> list[Example]:
         rows = np.asarray(rows, dtype=np.int64)
         if self.level == "post":
-            return [Example(self.text(r), label=None if labels is None else labels[i]) for i, r in enumerate(rows)]
+            return [Example(self.text(r), label=None if labels is None else labels[i])
+                    for i, r in enumerate(rows)]
         window_rows, valid, _ = window_arrays(self.data.streams, rows)
         out = []
         for i, r in enumerate(rows):
@@ -127,7 +128,7 @@ def llm_predict(data, params: dict, window: int, seed: int, device: str | None =
 
     counts = np.bincount(data.y[train], minlength=len(labels))
     fallback = labels[int(counts.argmax())] if s["fallback"] == "majority" else s["fallback"]
-    model, tokenizer = load_causal_lm(s["model"], s.get("device") or device, s["dtype"])
+    model, tokenizer = load_causal_lm(s["model"], device, s["dtype"])
 
     def run(rows):
         prompts = prompts_for(rows)
@@ -144,7 +145,8 @@ def llm_predict(data, params: dict, window: int, seed: int, device: str | None =
         dev_macro = f1_scores(data.y[data.rows["dev"]], dev_result.pred, labels)["macro"]
         dev_info = dev_result.summary(dev_answers)
     summary = result.summary(answers)
-    log.info("LLM %s: %d answers, %d unmatched -> %s", s["model"], summary["n"], summary["unmatched"], fallback)
+    log.info("LLM %s: %d answers, %d unmatched -> %s", s["model"], summary["n"], summary["unmatched"],
+             fallback)
     selected = {k: s[k] for k in ("level", "shots", "shots_per", "style", "max_new_tokens", "max_post_chars")}
     selected.update(model=str(s["model"]), task=task.name, times=times, window=window)
     post_ids = data.posts["post_id"]

@@ -95,7 +95,8 @@ TASKS: dict[str, Task] = {
             words={"M": "major", "R": "shift"},
             negation_label="M",
             aliases={"M": ("main", "main topic", "major topic", "on topic", "on-topic"),
-                     "R": ("shifted", "shifts", "digression", "sub-topic", "subtopic", "off topic", "off-topic")},
+                     "R": ("shifted", "shifts", "digression", "sub-topic", "subtopic", "off topic",
+                           "off-topic")},
             role="You are a helpful, respectful and honest assistant for labeling human open-domain "
             "conversation turns.",
             post_task="Given the conversation turn of a human in the conversation, determine if the topic of "
@@ -141,7 +142,8 @@ def generic_task(labels: list[str]) -> Task:
     return Task(
         name="generic", labels=tuple(labels), words=words,
         role="You are a helpful, respectful and honest assistant for labeling posts in timelines of posts.",
-        post_task="Given a post in a timeline of posts, determine which of the predefined outputs describes it.",
+        post_task="Given a post in a timeline of posts, determine which of the predefined outputs "
+        "describes it.",
         stream_task="Given the most recent history of posts in a timeline, determine which of the predefined "
         "outputs describes the most recent input post.",
         answer_rule=f"Answer with one of {listed}.",
@@ -225,7 +227,8 @@ def format_gap(seconds: float) -> str:
 def times_sentence(task: Task, times: str) -> str:
     header = task.history_header.rstrip(":").lower()
     if times == "gap":
-        return f"Each post of the {header} starts with how long before the input it was written, in square brackets."
+        return (f"Each post of the {header} starts with how long before the input it was written, "
+                "in square brackets.")
     if times == "absolute":
         return "Each post starts with the time (UTC) it was written, in square brackets."
     return ""

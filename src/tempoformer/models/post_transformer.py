@@ -118,7 +118,8 @@ def post_transformer_setup(data, params: dict, window: int):
 
     def build(hp: dict) -> nn.Module:
         model_hp = {k: v for k, v in hp.items() if k in fields and k not in settings_fields}
-        config = PostTransformerConfig(backbone=path, num_labels=len(data.labels), **{**model_kwargs, **model_hp})
+        kwargs = {**model_kwargs, **model_hp}
+        config = PostTransformerConfig(backbone=path, num_labels=len(data.labels), **kwargs)
         return PostTransformer(config)
 
     def make_batch(rows: np.ndarray) -> dict[str, torch.Tensor]:
