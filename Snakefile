@@ -26,3 +26,4 @@ rule all:
     input:
         f"{RESULTS}/tables/table2.md",
         f"{RESULTS}/tables/table2.csv",
+        f"{RESULTS}/tables/table1.md",

@@ -46,7 +46,8 @@ WORDS = ("the a of to and in is it you that was for on are with as i his they be
          "change went light kind off need house picture try us again animal point mother world "
          "near build self earth father head stand own page should country found answer school "
          "grow study still learn plant cover food sun four between state keep eye never last let "
-         "thought city tree cross farm hard start might story saw far sea draw left late run").split()
+         "thought city tree cross farm hard start might story saw far sea draw left late "
+         "run").split()
 
 
 def generate(path: Path, n_posts: int, n_timelines: int, seed: int) -> None:
@@ -155,7 +156,8 @@ def main() -> None:
         generate(data, args.posts, args.timelines, args.seed)
         print(f"generated {data} in {time.perf_counter() - t:.1f} s")
     print(f"input: {data} ({data.stat().st_size / 2**20:.0f} MB, {args.posts:,} posts, "
-          f"{args.timelines:,} timelines); {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+          f"{args.timelines:,} timelines); {os.cpu_count()} CPUs; python {sys.version.split()[0]}; "
+          f"load average {os.getloadavg()[0]:.1f} (other jobs slow every figure down)")
 
     header = ("window", "ingest s", "windows s", "total s", "process s", "peak MB",
               "time/target", "mem/target", "streams MB")

@@ -73,6 +73,14 @@ def cmd_aggregate(args):
     aggregate(args.metrics, args.labels, args.out_dir)
 
 
+def cmd_table1(args):
+    from .stats import write_table1
+
+    if len(args.posts) != len(args.names):
+        raise ValueError("give one --names entry per --posts file")
+    write_table1(dict(zip(args.names, args.posts)), args.minority, args.out_dir)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tempoformer", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -129,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("table1", help="dataset statistics (the paper's Table 1)")
+    p.add_argument("--posts", nargs="+", required=True)
+    p.add_argument("--names", nargs="+", required=True, help="dataset name of each posts file")
+    p.add_argument("--minority", type=_json, required=True, help='{"dataset": [minority labels]}')
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=cmd_table1)
 
     p = sub.add_parser("aggregate", help="tables from finished runs")
     p.add_argument("--metrics", nargs="+", required=True)

@@ -79,22 +79,32 @@ def validate_posts(
     if missing:
         raise InputError(source, "-", f"missing column(s) {missing}")
     df = df.select(list(POST_SCHEMA)).cast(POST_SCHEMA)
+    # Every check is a column expression over the whole table (no Python loop over posts);
+    # only the first offending row is turned into Python, to name it.
     for column in ("dataset", "timeline_id", "post_id", "position", "text"):
-        nulls = df.filter(pl.col(column).is_null())
-        if nulls.height:
+        if df[column].null_count():
+            nulls = df.filter(pl.col(column).is_null())
             raise InputError(source, _name(nulls.row(0, named=True)), f"{column} is empty")
-    dupes = df.filter(pl.struct("dataset", "post_id").is_duplicated())
-    if dupes.height:
+    key = pl.col("post_id") if df["dataset"].n_unique() <= 1 else pl.struct("dataset", "post_id")
+    if df.select(key.n_unique()).item() != df.height:  # cheap test first, then find the row
+        dupes = df.filter(key.is_duplicated())
         raise InputError(source, _name(dupes.row(0, named=True)), "duplicate post_id")
-    expected = pl.int_range(pl.len()).over("timeline_id").cast(pl.Int32)
-    if not df.equals(df.sort("timeline_id", "position", maintain_order=True)):
-        raise InputError(source, "-", "rows are not sorted by (timeline_id, position)")
-    bad = df.filter(pl.col("position") != expected)
+    # Sorted by (timeline_id, position) <=> no row is below the row before it.
+    timeline, previous = pl.col("timeline_id"), pl.col("timeline_id").shift(1)
+    same = timeline == previous
+    position = pl.col("position")
+    unsorted = df.filter((timeline < previous) | (same & (position < position.shift(1))))
+    if unsorted.height:
+        raise InputError(
+            source, _name(unsorted.row(0, named=True)),
+            "rows are not sorted by (timeline_id, position): this row belongs before the one "
+            "above it",
+        )
+    # Given the order, 0..N-1 per timeline <=> 0 where a timeline starts, else previous + 1.
+    bad = df.filter(pl.when(same).then(position != position.shift(1) + 1).otherwise(position != 0))
     if bad.height:
         raise InputError(source, _name(bad.row(0, named=True)), "positions are not 0..N-1")
-    backwards = df.filter(
-        (pl.col("timestamp") < pl.col("timestamp").shift(1).over("timeline_id"))
-    )
+    backwards = df.filter(same & (pl.col("timestamp") < pl.col("timestamp").shift(1)))
     if backwards.height:
         raise InputError(
             source, _name(backwards.row(0, named=True)), "timestamp earlier than previous post"
@@ -119,7 +129,9 @@ def write_parquet_atomic(df: pl.DataFrame, path: str | os.PathLike) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        df.write_parquet(tmp)
+        # zstd level 1: ~40% faster than polars' default level on the 1M-post streams for
+        # ~3% more bytes (bench/streams.py).
+        df.write_parquet(tmp, compression="zstd", compression_level=1)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -130,14 +130,12 @@ def aggregate(metric_paths: list[str | Path], labels: dict[str, list[str]], out_
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summarise(load_runs(metric_paths), labels)
     markdown, csv = table2(summary, labels)
-    _write_text(out_dir / "table2.md", "# Table 2: change detection, test F1 (%)\n\n" + markdown)
-    tmp = out_dir / ".table2.csv.tmp"
-    csv.write_csv(tmp)
-    os.replace(tmp, out_dir / "table2.csv")
+    write_text_atomic(out_dir / "table2.md", "# Table 2: change detection, test F1 (%)\n\n" + markdown)
+    write_text_atomic(out_dir / "table2.csv", csv.write_csv())
     return summary
 
 
-def _write_text(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)

@@ -90,9 +90,9 @@ def stream_batcher(data: RunData):
     def make_batch(rows: np.ndarray) -> dict[str, torch.Tensor]:
         window_rows, valid, log_gap = window_arrays(data.streams, rows)
         x = embeddings[torch.from_numpy(np.where(valid, window_rows, 0))]
-        mask = torch.from_numpy(valid)
+        mask = torch.tensor(valid)  # a copy: the arrays polars hands out are read-only
         x = x * mask[..., None]
-        time_ = torch.from_numpy(time_feature(window_rows, valid, log_gap))
+        time_ = torch.tensor(time_feature(window_rows, valid, log_gap))
         return {"x": x, "mask": mask, "time": time_}
 
     return make_batch

@@ -28,30 +28,43 @@ def build_windows(posts: pl.DataFrame, window: int) -> pl.DataFrame:
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
     n = posts.height
-    position = posts["position"].to_numpy().astype(np.int64)
+    position = posts["position"].to_numpy()
     rows = np.arange(n, dtype=np.int64)
     offsets = np.arange(window - 1, -1, -1, dtype=np.int64)  # slot j looks back w-1-j posts
     valid = position[:, None] >= offsets[None, :]
-    window_rows = np.where(valid, rows[:, None] - offsets[None, :], -1)
+    window_rows = rows[:, None] - offsets[None, :]
+    np.putmask(window_rows, ~valid, -1)
 
+    # Gaps slot by slot: the post k back is simply row i-k (rows are contiguous per
+    # timeline), so each slot is one shifted subtraction over all posts instead of an
+    # [n, w] fancy-indexed gather and its [n, w] float64 temporaries: the same float64
+    # operations as before, so the same values, in about half the time (bench/streams.py).
     timestamps = posts["timestamp"]
     seconds = timestamps.dt.epoch("us").to_numpy().astype(np.float64) / 1e6
-    has_time = ~np.isnan(seconds) if timestamps.null_count() else np.ones(n, dtype=bool)
+    has_time = ~np.isnan(seconds) if timestamps.null_count() else None
     seconds = np.nan_to_num(seconds)
-    safe_rows = np.where(valid, window_rows, rows[:, None])
-    gaps = seconds[:, None] - seconds[safe_rows]
-    log_gap = np.where(valid, log_gap_seconds(gaps), 0.0).astype(np.float32)
-    window_has_time = np.where(valid, has_time[safe_rows], True).all(axis=1)
+    log_gap = np.zeros((n, window), dtype=np.float32)  # slot w-1 (the post itself) stays 0
+    window_has_time = np.ones(n, dtype=bool) if has_time is None else has_time.copy()
+    for j, k in enumerate(offsets[:-1]):
+        if k >= n:
+            continue
+        gap = seconds[k:] - seconds[:-k]
+        log_gap[k:, j] = np.where(valid[k:, j], log_gap_seconds(gap), 0.0)
+        if has_time is not None:
+            window_has_time[k:] &= has_time[:-k] | ~valid[k:, j]
 
     log_gap_series = pl.Series("log_gap", log_gap, dtype=pl.Array(pl.Float32, window))
+    if not window_has_time.all():
+        log_gap_series = pl.select(
+            pl.when(pl.Series(window_has_time)).then(log_gap_series).otherwise(None)
+        ).to_series().alias("log_gap")
     return pl.DataFrame(
         {
             "row": rows,
             "window_rows": pl.Series(window_rows, dtype=pl.Array(pl.Int64, window)),
             "valid": pl.Series(valid, dtype=pl.Array(pl.Boolean, window)),
+            "log_gap": log_gap_series,
         }
-    ).with_columns(
-        pl.when(pl.Series(window_has_time)).then(log_gap_series).otherwise(None).alias("log_gap")
     )
 
 

@@ -15,3 +15,21 @@ rule aggregate:
     shell:
         "tempoformer aggregate --metrics {input.metrics} --labels {params.labels:q}"
         " --out-dir {RESULTS}/tables 2> {log}"
+
+
+rule table1:
+    input:
+        posts=expand(f"{RESULTS}/{{dataset}}/posts.parquet", dataset=DATASETS),
+        code=code("stats.py", "tables.py"),
+    output:
+        md=f"{RESULTS}/tables/table1.md",
+        csv=f"{RESULTS}/tables/table1.csv",
+    params:
+        names=list(DATASETS),
+        # labels are listed minority first, majority last
+        minority=json.dumps({name: spec["labels"][:-1] for name, spec in DATASETS.items()}),
+    log:
+        f"{RESULTS}/logs/table1.log",
+    shell:
+        "tempoformer table1 --posts {input.posts} --names {params.names} --minority {params.minority:q}"
+        " --out-dir {RESULTS}/tables 2> {log}"
