@@ -1,22 +1,33 @@
 """TempoFormer training-step benchmark: the authors' naive path against the fast path.
 
-Each measured step is one optimiser step as training runs it: collate a batch of 8 consecutive
-post rows ("chunk" batching of `training.batches`), forward, focal loss, backward, AdamW step.
-The model is all-MiniLM-L6-v2 (6 layers, hidden 384: 4 local layers + 2 TempoFormer layers), trained on real posts: the Topic Shift MI utterances when
-/work/shared/data/topic_shift_mi exists, else the chitchat corpus.
+One step = what training does per optimiser step: collate a batch of 8 consecutive post rows
+("chunk" batching of `training.batches`, chunks shuffled), forward, focal loss, backward, AdamW
+step. Model: all-MiniLM-L6-v2 (6 layers, hidden 384) = 4 local layers + 2 TempoFormer layers, on
+real posts: the Topic Shift MI utterances when /work/shared/data/topic_shift_mi exists, else the
+chitchat corpus.
 
   naive  the authors' computation: every post padded/truncated to a fixed --max-tokens (64) and
          every window slot re-encoded through all layers (`TempoFormer.forward_naive`);
   fast   `collate_windows` (each distinct post of the batch once, padded to the batch's longest,
          truncated to the same --max-tokens) + `TempoFormer.forward`.
 
-Every (path, window) configuration runs in a fresh subprocess, so its peak resident memory
-(`resource.getrusage(RUSAGE_SELF).ru_maxrss`, which sees torch's CPU allocations) is its own.
-Both paths see the same batches in the same order, same seed, torch.set_num_threads(2).
+Per window, two fresh subprocesses:
+  mem    the naive path alone: its peak resident memory, resource.getrusage(RUSAGE_SELF).ru_maxrss
+         (sees torch's CPU allocations, unlike tracemalloc), over its first 1 + --mem-steps steps
+         (AdamW state exists from step 2), and the matmul FLOPs of step 1 (torch.utils.flop_counter,
+         independent of machine load);
+  time   first the fast path alone, measured the same way (its peak is below the naive path's, so
+         ru_maxrss is still its own); then a naive model from the same seed joins, and the two paths
+         alternate step by step over the same batches, so other jobs on a shared machine slow both
+         alike; median wall-clock and process-CPU seconds per step after --warmup steps.
+  --check (default on) compares naive and fast logits with the same weights in eval mode.
 
-    HF_HUB_OFFLINE=1 python bench/tempoformer.py            # windows 5 and 20, ~4 min on 2 cores
-    HF_HUB_OFFLINE=1 python bench/tempoformer.py --steps 3 --warmup 1 --windows 5
-    HF_HUB_OFFLINE=1 python bench/tempoformer.py --profile 20   # + torch.profiler op table, fast path
+    HF_HUB_OFFLINE=1 python bench/tempoformer.py                 # windows 5 and 20, 3 steps: 4.7 min
+                                                                 # measured on 2 cores busy with other jobs
+    HF_HUB_OFFLINE=1 python bench/tempoformer.py --steps 5 --windows 20
+    HF_HUB_OFFLINE=1 python bench/tempoformer.py --threads 1     # on a busy machine: 2 OpenMP threads
+                                                                 # stall on every op (2.2 min here)
+    HF_HUB_OFFLINE=1 python bench/tempoformer.py --profile 20    # + torch.profiler tables, fast path (stderr)
 """
 
 from __future__ import annotations
@@ -31,143 +42,182 @@ import sys
 import time
 from pathlib import Path
 
-# this file is bench/tempoformer.py: keep its directory off sys.path so `import tempoformer` finds the package
+# this file is bench/tempoformer.py: keep its directory off sys.path so `import tempoformer` is the package
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 TOPIC_SHIFT_MI = Path("/work/shared/data/topic_shift_mi")
 BATCH_SIZE = 8
-
-
-def rss_mb() -> float:
-    """Current resident set size (MB), from /proc/self/statm."""
-    with open("/proc/self/statm") as f:
-        pages = int(f.read().split()[1])
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+PATHS = ("naive", "fast")
 
 
 def max_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def load_posts(max_timelines: int):
-    from tempoformer.ingest import ingest
+class Bench:
+    """Data, batches and models of one window size."""
 
-    if TOPIC_SHIFT_MI.is_dir():
-        return "topic_shift_mi", ingest("topic_shift_mi", TOPIC_SHIFT_MI)
-    return "chitchat", ingest("chitchat", None, max_timelines=max_timelines, min_posts_per_timeline=20)
+    def __init__(self, args):
+        import numpy as np
+        import polars as pl
+        import torch
+        from transformers import AutoTokenizer
 
+        from tempoformer.embed import backbone_path
+        from tempoformer.ingest import ingest
+        from tempoformer.losses import focal_alpha
+        from tempoformer.training import TrainSettings, batches
+        from tempoformer.windows import build_windows
 
-def worker(args) -> dict:
-    """One configuration: returns per-step timings, batch shapes and memory."""
-    import numpy as np
-    import polars as pl
-    import torch
+        torch.set_num_threads(args.threads)
+        self.args, self.w, self.T = args, args.window, args.max_tokens
+        if TOPIC_SHIFT_MI.is_dir():
+            self.source, posts = "topic_shift_mi", ingest("topic_shift_mi", TOPIC_SHIFT_MI)
+        else:
+            self.source, posts = "chitchat", ingest(
+                "chitchat", None, max_timelines=args.max_timelines, min_posts_per_timeline=20)
+        self.n_posts = posts.height
+        self.labels = sorted(posts["label"].unique().to_list())
+        index = {label: i for i, label in enumerate(self.labels)}
+        y = posts["label"].replace_strict(index, return_dtype=pl.Int64).to_numpy().copy()
+        self.target = torch.from_numpy(y)
+        self.alpha = focal_alpha(y, len(self.labels))
+        self.streams = build_windows(posts, self.w)
+        self.backbone = backbone_path("minilm")
+        tokenizer = AutoTokenizer.from_pretrained(self.backbone, local_files_only=True)
+        self.token_ids = tokenizer(posts["text"].to_list(), truncation=True, max_length=self.T)["input_ids"]
+        self.pad_id = tokenizer.pad_token_id
+        # the batches training draws: consecutive rows in chunks of 8, chunks shuffled
+        self.settings = TrainSettings(lr=2e-5, epochs=1, batch_size=BATCH_SIZE, batching="chunk",
+                                      optimizer="adamw")
+        self.chunks = batches(np.arange(posts.height), self.settings, np.random.default_rng(args.seed))
 
-    from tempoformer.embed import backbone_path
-    from tempoformer.losses import focal_alpha, focal_loss
-    from tempoformer.models.tempoformer import TempoFormer, TempoFormerConfig, collate_windows
-    from tempoformer.train import time_feature
-    from tempoformer.training import TrainSettings, batches
-    from tempoformer.windows import build_windows, window_arrays
-    from transformers import AutoTokenizer
+    def make_batch(self, rows, naive: bool) -> dict:
+        import torch
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    w, naive, T = args.window, args.path == "naive", args.max_tokens
+        from tempoformer.models.tempoformer import collate_windows
+        from tempoformer.train import time_feature
+        from tempoformer.windows import window_arrays
 
-    source, posts = load_posts(args.max_timelines)
-    labels = sorted(posts["label"].unique().to_list())
-    y = posts["label"].replace_strict({l: i for i, l in enumerate(labels)}, return_dtype=pl.Int64).to_numpy()
-    streams = build_windows(posts, w)
-    path = backbone_path("minilm")
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    token_ids = tokenizer(posts["text"].to_list(), truncation=True, max_length=T)["input_ids"]
-    pad_id = tokenizer.pad_token_id
-
-    # the batches training would draw: consecutive rows in chunks of 8, chunks shuffled
-    settings = TrainSettings(lr=2e-5, epochs=1, batch_size=BATCH_SIZE, batching="chunk", optimizer="adamw")
-    n_steps = args.warmup + args.steps
-    chunks = batches(np.arange(posts.height), settings, np.random.default_rng(args.seed))[:n_steps]
-
-    def make_batch(rows):
-        window_rows, valid, log_gap = window_arrays(streams, rows)
-        batch = collate_windows(token_ids, window_rows, valid, time_feature(window_rows, valid, log_gap), pad_id)
-        if naive:  # the authors' fixed-length padding
+        window_rows, valid, log_gap = window_arrays(self.streams, rows)
+        batch = collate_windows(self.token_ids, window_rows, valid,
+                                time_feature(window_rows, valid, log_gap), self.pad_id)
+        if naive:  # the authors' fixed-length padding of every post
             ids, mask = batch["input_ids"], batch["attention_mask"]
-            batch["input_ids"] = torch.full((ids.shape[0], T), pad_id, dtype=ids.dtype)
-            batch["attention_mask"] = torch.zeros((ids.shape[0], T), dtype=mask.dtype)
+            batch["input_ids"] = torch.full((ids.shape[0], self.T), self.pad_id, dtype=ids.dtype)
+            batch["attention_mask"] = torch.zeros((ids.shape[0], self.T), dtype=mask.dtype)
             batch["input_ids"][:, : ids.shape[1]] = ids
             batch["attention_mask"][:, : ids.shape[1]] = mask
         return batch
 
-    model = TempoFormer(TempoFormerConfig(backbone=path, num_labels=len(labels), window=w))
-    model.train()
-    forward = model.forward_naive if naive else model.forward
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
-                                  lr=settings.lr, weight_decay=0.01)
-    alpha = focal_alpha(y, len(labels))
-    target = torch.as_tensor(y)
+    def trainer(self, naive: bool):
+        """A fresh model (seeded: every trainer starts from the same weights) and its step(rows)."""
+        import torch
 
-    def step(rows):
-        t0 = time.perf_counter()
-        batch = make_batch(rows)
-        t1 = time.perf_counter()
-        loss = focal_loss(forward(**batch), target[rows], alpha)
-        t2 = time.perf_counter()
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        t3 = time.perf_counter()
-        return batch, (t3 - t0, t1 - t0, t2 - t1, t3 - t2)
+        from tempoformer.losses import focal_loss
+        from tempoformer.models.tempoformer import TempoFormer, TempoFormerConfig
 
-    setup_peak, setup_rss = max_rss_mb(), rss_mb()
-    times, shapes = [], []
-    for i, rows in enumerate(chunks):
-        batch, t = step(rows)
-        P, L = batch["input_ids"].shape
-        shapes.append((P, L, int(batch["window_mask"].sum())))
-        if i >= args.warmup:
-            times.append(t)
-    peak = max_rss_mb()
+        torch.manual_seed(self.args.seed)
+        model = TempoFormer(TempoFormerConfig(backbone=self.backbone, num_labels=len(self.labels),
+                                              window=self.w))
+        model.train()
+        forward = model.forward_naive if naive else model.forward
+        # as training._optimizer builds it (TrainSettings.weight_decay defaults to 0)
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                      lr=self.settings.lr, weight_decay=self.settings.weight_decay)
 
-    out = {
-        "source": source, "posts": posts.height, "path": args.path, "window": w, "max_tokens": T,
-        "threads": torch.get_num_threads(), "torch": torch.__version__,
-        "step_s": [t[0] for t in times], "collate_s": [t[1] for t in times],
-        "forward_s": [t[2] for t in times], "backward_step_s": [t[3] for t in times],
-        "shapes": shapes, "setup_peak_mb": setup_peak, "setup_rss_mb": setup_rss, "peak_mb": peak,
-    }
+        def step(rows) -> dict:
+            c0, t0 = time.process_time(), time.perf_counter()
+            batch = self.make_batch(rows, naive)
+            t1 = time.perf_counter()
+            loss = focal_loss(forward(**batch), self.target[rows], self.alpha)
+            t2 = time.perf_counter()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            t3 = time.perf_counter()
+            return {"step_s": t3 - t0, "collate_s": t1 - t0, "forward_s": t2 - t1,
+                    "backward_opt_s": t3 - t2, "cpu_s": time.process_time() - c0,
+                    "posts": batch["window_index"].numel() if naive else batch["input_ids"].shape[0], "tokens": batch["input_ids"].shape[1],
+                    "slots": int(batch["window_mask"].sum())}
 
-    if args.check and naive:
-        # same logits from both paths in eval mode (no dropout), on the first batch
+        return model, step
+
+
+def memory_and_flops(bench: Bench, naive: bool):
+    """A fresh trainer of one path: the matmul FLOPs of its first step, then its peak RSS after
+    --mem-steps more (the AdamW state exists from the second step on). Returns (trainer, result)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    trainer = bench.trainer(naive)
+    before = max_rss_mb()
+    with FlopCounterMode(display=False) as counter:
+        trainer[1](bench.chunks[0])
+    for rows in bench.chunks[1: 1 + bench.args.mem_steps]:
+        trainer[1](rows)
+    return trainer, {"peak_mb": max_rss_mb(), "setup_mb": before, "gflop": counter.get_total_flops() / 1e9}
+
+
+def worker_time(args) -> dict:
+    """Fast-path memory first (its peak is below the naive path's, so ru_maxrss still shows it), then
+    both paths in this process, alternating step by step over the same batches."""
+    import torch
+
+    bench = Bench(args)
+    trainers, memory = {}, {}
+    trainers["fast"], memory["fast"] = memory_and_flops(bench, naive=False)  # also warms the fast path up
+    trainers["naive"] = bench.trainer(naive=True)
+    for rows in bench.chunks[: args.warmup]:
+        trainers["naive"][1](rows)
+    measured = bench.chunks[args.warmup: args.warmup + args.steps]
+    steps = {p: [] for p in PATHS}
+    for i, rows in enumerate(measured):
+        for p in (PATHS if i % 2 == 0 else PATHS[::-1]):  # alternate which path goes first
+            steps[p].append(trainers[p][1](rows))
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:  # the measured batches again, untimed
+        for rows in measured:
+            trainers["fast"][1](rows)
+    memory["fast"]["gflop"] = counter.get_total_flops() / 1e9 / len(measured)
+    out = {"source": bench.source, "posts": bench.n_posts, "threads": torch.get_num_threads(),
+           "torch": torch.__version__, "steps": steps, "memory": memory}
+
+    if args.check:  # same logits from both paths, same weights, eval mode (no dropout)
+        model = trainers["naive"][0]
         model.eval()
         with torch.no_grad():
-            b = make_batch(chunks[0])
-            fast_batch = collate_windows(token_ids, *window_arrays(streams, chunks[0])[:2],
-                                         time_feature(*window_arrays(streams, chunks[0])), pad_id)
-            out["check_max_abs_diff"] = float((model.forward_naive(**b) - model.forward(**fast_batch)).abs().max())
+            rows = bench.chunks[0]
+            diff = model.forward_naive(**bench.make_batch(rows, True)) - model(**bench.make_batch(rows, False))
+        out["check_max_abs_diff"] = float(diff.abs().max())
 
-    if args.profile and not naive:
+    if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-            for rows in chunks[args.warmup: args.warmup + 2]:
-                step(rows)
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25), file=sys.stderr)
+            for rows in measured[:2]:
+                trainers["fast"][1](rows)
+        print(f"fast path, window {bench.w}, 2 steps:", file=sys.stderr)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20), file=sys.stderr)
         print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=15),
               file=sys.stderr)
     return out
 
 
-def run_config(args, path: str, window: int) -> dict:
-    cmd = [sys.executable, __file__, "--worker", "--path", path, "--window", str(window),
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--seed", str(args.seed),
-           "--threads", str(args.threads), "--max-tokens", str(args.max_tokens),
+def worker_mem(args) -> dict:
+    """The naive path alone, for its peak memory and FLOPs."""
+    return memory_and_flops(Bench(args), naive=True)[1]
+
+
+def run(args, mode: str, window: int) -> dict:
+    cmd = [sys.executable, __file__, "--worker", mode, "--window", str(window),
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--mem-steps", str(args.mem_steps),
+           "--seed", str(args.seed), "--threads", str(args.threads), "--max-tokens", str(args.max_tokens),
            "--max-timelines", str(args.max_timelines)]
-    if args.check:
-        cmd.append("--check")
-    if args.profile == window:
+    if not args.check:
+        cmd.append("--no-check")
+    if mode == "time" and args.profile == window:
         cmd += ["--profile", str(window)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, env=env, text=True, check=True)
@@ -177,58 +227,77 @@ def run_config(args, path: str, window: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--windows", type=int, nargs="+", default=[5, 20])
-    ap.add_argument("--steps", type=int, default=5, help="measured steps per configuration")
-    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=3, help="measured steps per path and window (default 3)")
+    ap.add_argument("--warmup", type=int, default=1, help="unmeasured steps per path first (default 1)")
+    ap.add_argument("--mem-steps", type=int, default=1, help="steps after warm-up in the memory runs")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
     ap.add_argument("--max-tokens", type=int, default=64, help="truncation of both paths; naive pads to it")
     ap.add_argument("--max-timelines", type=int, default=50, help="chitchat fallback only")
-    ap.add_argument("--check", action="store_true", help="compare naive and fast logits (eval mode)")
-    ap.add_argument("--profile", type=int, default=0, metavar="W", help="torch.profiler table of the fast path at window W (stderr)")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--path", choices=["naive", "fast"], help=argparse.SUPPRESS)
+    ap.add_argument("--no-check", dest="check", action="store_false",
+                    help="skip comparing naive and fast logits (eval mode, first batch)")
+    ap.add_argument("--profile", type=int, default=0, metavar="W",
+                    help="print torch.profiler tables of the fast path at window W to stderr")
+    ap.add_argument("--worker", choices=["time", "mem"], help=argparse.SUPPRESS)
     ap.add_argument("--window", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args)))
+        print(json.dumps((worker_time if args.worker == "time" else worker_mem)(args)))
         return
 
-    started = time.perf_counter()
-    results = {(p, w): run_config(args, p, w) for w in args.windows for p in ("naive", "fast")}
-    first = next(iter(results.values()))
-    print(f"TempoFormer training step (fwd + focal loss + bwd + AdamW), MiniLM-L6 (4 local + 2 TempoFormer "
-          f"layers), batch {BATCH_SIZE} consecutive posts (chunk batching), {first['source']} "
-          f"({first['posts']} posts), torch {first['torch']}, {first['threads']} threads, seed {args.seed}")
-    print(f"max tokens per post: {args.max_tokens} for both paths (naive pads every post to "
-          f"{args.max_tokens}; fast pads to the batch's longest); median over {args.steps} steps after "
-          f"{args.warmup} warm-up")
-    print("peak memory: ru_maxrss of a fresh subprocess per configuration (includes model, data, "
-          "tokenizer); 'train' = ru_maxrss at the end minus ru_maxrss before the first step")
+    started, load0 = time.perf_counter(), os.getloadavg()[0]
+    timing, memory = {}, {}
+    for w in args.windows:
+        memory["naive", w] = run(args, "mem", w)
+        timing[w] = run(args, "time", w)
+        memory["fast", w] = timing[w]["memory"]["fast"]
+
+    first = timing[args.windows[0]]
+    print(f"TempoFormer training step (collate + forward + focal loss + backward + AdamW), all-MiniLM-L6-v2 "
+          f"(4 local + 2 TempoFormer layers), batch {BATCH_SIZE} consecutive posts (chunk batching), "
+          f"{first['source']} ({first['posts']} posts), torch {first['torch']}, {first['threads']} threads, "
+          f"seed {args.seed}")
+    print(f"max tokens per post: {args.max_tokens} for both paths (naive pads every post to {args.max_tokens}, "
+          f"fast pads to the batch's longest post)")
+    print(f"s/step: median wall clock over {args.steps} steps after {args.warmup} warm-up, both paths "
+          f"alternating in one process; fwd = forward + loss; bwd+opt = backward + AdamW step; "
+          f"cpu = process CPU time (all threads)")
+    print(f"peak MB: ru_maxrss of a fresh process over the path's first {1 + args.mem_steps} steps, before the "
+          f"other path runs (model, data, tokenizer included); train MB = that minus ru_maxrss before step 1")
+    print("GFLOP: matmuls of a step (forward + backward; torch.utils.flop_counter, CPU fused attention kernels "
+          "not counted): fast = mean over the measured batches, naive = step 1 (its shapes are fixed)")
     print()
-    head = (f"{'window':>6} {'path':>5} {'s/step':>7} {'fwd s':>6} {'bwd+opt':>7} {'posts×tok':>11} "
-            f"{'peak MB':>8} {'train MB':>8} {'naive/fast':>10}")
+    head = (f"{'window':>6} {'path':>5} {'s/step':>7} {'fwd':>6} {'bwd+opt':>7} {'cpu s':>6} "
+            f"{'posts×tok':>11} {'slots':>5} {'GFLOP':>6} {'peak MB':>7} {'train MB':>8} "
+            f"{'naive/fast':>10} {'cpu':>6} {'flop':>6}")
     print(head)
     print("-" * len(head))
     for w in args.windows:
-        med = {p: statistics.median(results[p, w]["step_s"]) for p in ("naive", "fast")}
-        for p in ("naive", "fast"):
-            r = results[p, w]
-            P = statistics.mean(s[0] for s in r["shapes"][args.warmup:])
-            L = statistics.mean(s[1] for s in r["shapes"][args.warmup:])
-            ratio = f"{med['naive'] / med['fast']:.2f}x" if p == "fast" else ""
-            print(f"{w:>6} {p:>5} {med[p]:>7.3f} {statistics.median(r['forward_s']):>6.3f} "
-                  f"{statistics.median(r['backward_step_s']):>7.3f} {P:>5.1f}×{L:<5.1f} "
-                  f"{r['peak_mb']:>8.0f} {r['peak_mb'] - r['setup_peak_mb']:>8.0f} {ratio:>10}")
+        med = {p: {k: statistics.median(s[k] for s in timing[w]["steps"][p])
+                   for k in ("step_s", "forward_s", "backward_opt_s", "cpu_s")} for p in PATHS}
+        for p in PATHS:
+            steps, m, mem = timing[w]["steps"][p], med[p], memory[p, w]
+            P = statistics.mean(s["posts"] for s in steps)
+            L = statistics.mean(s["tokens"] for s in steps)
+            slots = statistics.mean(s["slots"] for s in steps)
+            ratios = ("", "", "")
+            if p == "fast":
+                ratios = (f"{med['naive']['step_s'] / m['step_s']:.2f}x",
+                          f"{med['naive']['cpu_s'] / m['cpu_s']:.2f}x",
+                          f"{memory['naive', w]['gflop'] / mem['gflop']:.2f}x")
+            print(f"{w:>6} {p:>5} {m['step_s']:>7.3f} {m['forward_s']:>6.3f} {m['backward_opt_s']:>7.3f} "
+                  f"{m['cpu_s']:>6.2f} {P:>5.1f}×{L:<5.1f} {slots:>5.1f} {mem['gflop']:>6.1f} "
+                  f"{mem['peak_mb']:>7.0f} {mem['peak_mb'] - mem['setup_mb']:>8.0f} "
+                  f"{ratios[0]:>10} {ratios[1]:>6} {ratios[2]:>6}")
     print()
+    print("posts×tok: input_ids the local layers encode (naive: gathered per window slot, B*w rows); "
+          "slots: real window slots (rows of the fast path's 2 TempoFormer layers)")
     for w in args.windows:
-        r = results["fast", w]
-        real = statistics.mean(s[2] for s in r["shapes"][args.warmup:])
-        print(f"window {w}: naive encodes {BATCH_SIZE * w} rows × {args.max_tokens} tokens in all 6 layers; fast "
-              f"encodes the distinct posts in 4 local layers and {real:.1f} real window slots in the 2 TempoFormer layers")
-        if "check_max_abs_diff" in results["naive", w]:
-            print(f"window {w}: max |logits naive - fast| (eval, first batch) = "
-                  f"{results['naive', w]['check_max_abs_diff']:.2e}")
-    print(f"\ntotal {time.perf_counter() - started:.0f} s")
+        if "check_max_abs_diff" in timing[w]:
+            print(f"window {w}: max |logits naive - fast| (same weights, eval, first batch) = "
+                  f"{timing[w]['check_max_abs_diff']:.2e}")
+    print(f"total {time.perf_counter() - started:.0f} s; 1-min load average {load0:.1f} at start, "
+          f"{os.getloadavg()[0]:.1f} at end, {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ for b in "${need[@]}"; do
   command -v "$b" >/dev/null 2>&1 || [ -x "/usr/sbin/$b" ] || missing=1
 done
 if [ "$missing" = 0 ]; then
-  echo "install_slurm: slurm and munge already installed ($(sbatch --version))"
+  echo "install_slurm: already installed (slurm-client $(dpkg-query -W -f '${Version}' slurm-client 2>/dev/null || echo "?"))"
   exit 0
 fi
 sudo=""
@@ -23,4 +23,4 @@ if ! { $sudo apt-get update && $sudo apt-get install -y --no-install-recommends 
   cat "$log"; rm -f "$log"; echo "install_slurm: apt-get install failed" >&2; exit 1
 fi
 rm -f "$log"
-echo "install_slurm: installed $(sbatch --version)"
+echo "install_slurm: installed slurm-client $(dpkg-query -W -f '${Version}' slurm-client)"

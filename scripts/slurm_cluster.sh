@@ -2,14 +2,16 @@
 # A throw-away one-node SLURM cluster on localhost, run by hand (no systemd), for tests and demos.
 #
 #   scripts/slurm_cluster.sh start DIR   write DIR/slurm.conf, start munged, slurmctld, slurmd;
-#                                        wait until the node is idle; print SLURM_CONF=DIR/slurm.conf
+#                                        wait until the node is idle; print the two settings below
 #   scripts/slurm_cluster.sh stop DIR    cancel the cluster's jobs, stop the daemons DIR's pid files name
 #   scripts/slurm_cluster.sh status DIR  sinfo + squeue of that cluster
 #
 # Everything (config, munge key and socket, state, spool, logs, pid files) lives in DIR, so it
 # never touches /etc/slurm, /etc/munge or a system cluster. Clients find it through
-#   export SLURM_CONF=DIR/slurm.conf
-# (sbatch's --export=ALL hands it on to the jobs, whose srun needs it too).
+#   export SLURM_CONF=DIR/slurm.conf PATH=DIR/bin:$PATH
+# DIR/bin/srun sets SLURM_CONF and runs the real srun: Snakemake's SLURM jobstep executor runs
+# each job as `srun ...` inside the batch script with every SLURM_* variable but the job's ids
+# removed from the environment, so without it that srun would look for /etc/slurm/slurm.conf.
 # Ports: SLURMCTLD_PORT / SLURMD_PORT if set, else two free ports. Needs root (SlurmUser=root)
 # and Debian's slurmctld slurmd slurm-client munge (scripts/install_slurm.sh).
 # Settings, measured on Slurm 22.05 (DESIGN.md §5): auth/munge, proctrack/linuxproc, task/none,
@@ -17,7 +19,8 @@
 # CPUs/RealMemory from `slurmd -C` (this machine), no accounting (sacct has nothing: use
 # `squeue` for job states; MinJobAge=600 keeps finished jobs visible to squeue for 10 minutes),
 # and jobacct_gather/linux with OverMemoryKill polling every second, so a job that uses more
-# memory than it asked for is killed (state OUT_OF_MEMORY) as on a real cluster.
+# memory than it asked for is killed as on a real cluster (squeue: FAILED; its log: "exceeded
+# memory limit").
 set -euo pipefail
 
 usage() { echo "usage: $0 start|stop|status DIR" >&2; exit 2; }
@@ -58,6 +61,11 @@ write_config() {
   mkdir -p "$dir/state" "$dir/spool" "$dir/munge"
   chmod 700 "$dir/munge"
   : >"$dir/plugstack.conf"
+  mkdir -p "$dir/bin"
+  local srun_path  # the real srun, not a wrapper already on PATH
+  srun_path=$(PATH=$(tr : '\n' <<<"$PATH" | grep -vx "$dir/bin" | paste -sd:) && command -v srun)
+  printf '#!/bin/sh\nSLURM_CONF=%s exec %s "$@"\n' "$conf" "$srun_path" >"$dir/bin/srun"
+  chmod 755 "$dir/bin/srun"
   cat >"$conf" <<EOF
 # One-node test cluster written by scripts/slurm_cluster.sh
 ClusterName=tempoformer
@@ -100,10 +108,10 @@ EOF
 start() {
   if pid_of slurmctld >/dev/null; then
     echo "slurm_cluster: already running in $dir" >&2
-    echo "SLURM_CONF=$conf"
+    echo "SLURM_CONF=$conf"; echo "PATH=$dir/bin:\$PATH"
     return 0
   fi
-  for b in munged mungekey slurmctld slurmd sinfo; do
+  for b in munged mungekey slurmctld slurmd sinfo srun; do
     command -v "$b" >/dev/null || { echo "slurm_cluster: $b not found (run scripts/install_slurm.sh)" >&2; exit 1; }
   done
   [ "$(id -u)" = 0 ] || { echo "slurm_cluster: must run as root (SlurmUser=root)" >&2; exit 1; }
@@ -117,7 +125,7 @@ start() {
   # wait until the node accepts jobs
   for _ in $(seq 300); do
     state=$(sinfo -h -o %t 2>/dev/null | head -1 || true)
-    case $state in idle|mix|alloc) echo "SLURM_CONF=$conf"; return 0 ;; esac
+    case $state in idle|mix|alloc) echo "SLURM_CONF=$conf"; echo "PATH=$dir/bin:\$PATH"; return 0 ;; esac
     sleep 0.1
   done
   echo "slurm_cluster: node not ready after 30 s (state '${state:-none}'); logs in $dir" >&2

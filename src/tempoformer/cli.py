@@ -81,6 +81,12 @@ def cmd_table1(args):
     write_table1(dict(zip(args.names, args.posts)), args.minority, args.out_dir)
 
 
+def cmd_predict(args):
+    from .predict import predict_file
+
+    predict_file(args.model, args.input, sys.stdout, device=args.device, threads=args.threads)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tempoformer", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -144,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minority", type=_json, required=True, help='{"dataset": [minority labels]}')
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=cmd_table1)
+
+    p = sub.add_parser("predict", help="score a stream of JSON posts (one per line) with a trained TempoFormer")
+    p.add_argument("--model", required=True, help="a run's model/ folder (written by training)")
+    p.add_argument("--input", default="-", help="JSONL posts in arrival order; - = stdin")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--device")
+    p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("aggregate", help="tables from finished runs")
     p.add_argument("--metrics", nargs="+", required=True)

@@ -224,7 +224,14 @@ def run_training(
         run_key = {"model": model_type, "params": params, "labels": labels, "window": window,
                    "fold": fold, "seed": seed,
                    "inputs": _file_identity(posts_path, folds_path, streams_path, embeddings_path)}
-        prob, _, search = search_grid(data, model_type, params, window, seed, device, checkpoints, run_key)
+        prob, net, search = search_grid(data, model_type, params, window, seed, device, checkpoints, run_key)
+        if model_type in WINDOW_TRANSFORMERS and params.get("save_model", True):
+            # what `tempoformer predict` needs: weights, config, label names, tokenizer
+            from .embed import backbone_path
+            from .export import save_trained
+
+            save_trained(out_dir / "model", net, data.labels, window, params.get("max_tokens", 128),
+                         backbone_path(params.get("backbone", "minilm")))
     test_rows = data.rows["test"]
     pred = prob.argmax(1)
     scores = f1_scores(data.y[test_rows], pred, data.labels)

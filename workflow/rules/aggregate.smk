@@ -9,7 +9,7 @@ rule aggregate:
         md=f"{RESULTS}/tables/table2.md",
         csv=f"{RESULTS}/tables/table2.csv",
     params:
-        labels=json.dumps({name: spec["labels"] for name, spec in DATASETS.items()}),
+        labels=json.dumps({name: spec["labels"] for name, spec in DATASETS.items()}, sort_keys=True),
     log:
         f"{RESULTS}/logs/aggregate.log",
     shell:
@@ -27,7 +27,7 @@ rule table1:
     params:
         names=list(DATASETS),
         # labels are listed minority first, majority last
-        minority=json.dumps({name: spec["labels"][:-1] for name, spec in DATASETS.items()}),
+        minority=json.dumps({name: spec["labels"][:-1] for name, spec in DATASETS.items()}, sort_keys=True),
     log:
         f"{RESULTS}/logs/table1.log",
     shell:

@@ -33,7 +33,7 @@ rule ingest:
         f"{RESULTS}/{{dataset}}/posts.parquet",
     params:
         fmt=lambda w: DATASETS[w.dataset]["format"],
-        options=lambda w: json.dumps(DATASETS[w.dataset].get("options", {})),
+        options=lambda w: json.dumps(DATASETS[w.dataset].get("options", {}), sort_keys=True),
         raw=lambda w, input: f"--input {input.raw}" if input.raw else "",
     log:
         f"{RESULTS}/logs/{{dataset}}/ingest.log",

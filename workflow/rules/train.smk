@@ -27,19 +27,19 @@ rule train:
         metrics=f"{RESULTS}/{{dataset}}/runs/{{model}}/w{{window}}/fold{{fold}}/seed{{seed}}/metrics.json",
         predictions=f"{RESULTS}/{{dataset}}/runs/{{model}}/w{{window}}/fold{{fold}}/seed{{seed}}/predictions.parquet",
     params:
-        model_params=lambda w: json.dumps(MODELS[w.model]["params"]),
-        labels=lambda w: json.dumps(DATASETS[w.dataset]["labels"]),
+        model_params=lambda w: json.dumps(MODELS[w.model]["params"], sort_keys=True),
+        labels=lambda w: json.dumps(DATASETS[w.dataset]["labels"], sort_keys=True),
         model_type=lambda w: model_type(w.model),
         optional=optional_inputs,
         out_dir=lambda w: run_dir(w.dataset, w.model, w.window, w.fold, w.seed),
     threads: lambda w: model_threads(w.model)
-    # Cluster requests (profiles/slurm): a GPU for transformer models only (override with
-    # --set-resources train:gpu=0 where there is none); memory (MB) and time (minutes) double
-    # with each retry of a failed job.
+    # Cluster requests (profiles/slurm): a GPU for transformer model types only (GPU_MODELS; on
+    # a cluster without GPUs: --set-resources train:gpu=0); memory (MB) and time (minutes)
+    # double with each retry of a failed job.
     resources:
-        gpu=lambda w: 1 if w.model in ("tempoformer", "bert", "roberta") else 0,
-        mem_mb=lambda w, attempt: 2 ** (attempt - 1) * (8000 if w.model in ("tempoformer", "bert", "roberta") else 2000),
-        runtime=lambda w, attempt: 2 ** (attempt - 1) * (720 if w.model in ("tempoformer", "bert", "roberta") else 60),
+        gpu=lambda w: 1 if model_type(w.model) in GPU_MODELS else 0,
+        mem_mb=lambda w, attempt: 2 ** (attempt - 1) * (8000 if model_type(w.model) in GPU_MODELS else 2000),
+        runtime=lambda w, attempt: 2 ** (attempt - 1) * (720 if model_type(w.model) in GPU_MODELS else 60),
     retries: 2
     log:
         f"{RESULTS}/logs/{{dataset}}/train/{{model}}_w{{window}}_fold{{fold}}_seed{{seed}}.log",

