@@ -67,9 +67,10 @@ def _to(inputs: dict, device: str) -> dict:
 
 def _optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
-    if settings.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
-    return torch.optim.Adam(params, lr=settings.lr, weight_decay=settings.weight_decay)
+    # The fused kernel updates all parameters in one pass: the per-tensor loop cost ~0.1 s per
+    # step for a 22M-parameter MiniLM on the CPU (bench/tempoformer.py).
+    optimizer = torch.optim.AdamW if settings.optimizer == "adamw" else torch.optim.Adam
+    return optimizer(params, lr=settings.lr, weight_decay=settings.weight_decay, fused=True)
 
 
 def fit(
