@@ -64,6 +64,19 @@ def test_unknown_label_is_reported(toy_run):
                      ["S", "X"], 1, 0, 0)
 
 
+def dies_in_epoch_three(predict_proba):
+    """predict_proba that raises on its third call: the job is killed during epoch three."""
+    calls = {"n": 0}
+
+    def predict(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("killed")
+        return predict_proba(*args, **kwargs)
+
+    return predict
+
+
 def test_killed_run_resumes_to_the_same_metrics(toy_run, monkeypatch):
     import tempoformer.training as training
 
@@ -71,15 +84,8 @@ def test_killed_run_resumes_to_the_same_metrics(toy_run, monkeypatch):
     uninterrupted = train(toy_run, "ffn_history", 3, params, out="whole")
     assert not (toy_run / "whole_ffn_history_3" / "checkpoints").exists()
 
-    real_predict, calls = training.predict_proba, {"n": 0}
-
-    def dies_in_epoch_three(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("killed")
-        return real_predict(*args, **kwargs)
-
-    monkeypatch.setattr(training, "predict_proba", dies_in_epoch_three)
+    real_predict = training.predict_proba
+    monkeypatch.setattr(training, "predict_proba", dies_in_epoch_three(real_predict))
     with pytest.raises(KeyboardInterrupt):
         train(toy_run, "ffn_history", 3, params, out="killed")
     checkpoints = list((toy_run / "killed_ffn_history_3" / "checkpoints").glob("*.pt"))
@@ -95,15 +101,8 @@ def test_checkpoint_of_other_settings_is_not_resumed(toy_run, monkeypatch):
 
     a = {"epochs": 6, "batch_size": 16, "grid": {"lr": [1e-2], "hidden_dims": [[16, 16]]}}
     b = {**a, "grid": {"lr": [1e-3], "hidden_dims": [[16, 16]]}}
-    real_predict, calls = training.predict_proba, {"n": 0}
-
-    def dies_in_epoch_three(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("killed")
-        return real_predict(*args, **kwargs)
-
-    monkeypatch.setattr(training, "predict_proba", dies_in_epoch_three)
+    real_predict = training.predict_proba
+    monkeypatch.setattr(training, "predict_proba", dies_in_epoch_three(real_predict))
     with pytest.raises(KeyboardInterrupt):
         train(toy_run, "ffn_history", 0, a, out="shared")
     monkeypatch.setattr(training, "predict_proba", real_predict)
