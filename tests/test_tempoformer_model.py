@@ -12,6 +12,7 @@ from tempoformer.models.tempoformer import (
     cls_only_layer,
     collate_windows,
     extended_mask,
+    packed_layer,
 )
 
 W, C = 3, 3
@@ -174,6 +175,54 @@ def test_padding_tokens_do_not_change_logits(batch):
     longer["attention_mask"] = torch.cat([batch["attention_mask"], torch.zeros(5, 4, dtype=torch.long)], 1)
     torch.testing.assert_close(m(**longer), a, atol=1e-5, rtol=0)
     torch.testing.assert_close(m.forward_naive(**longer), a, atol=1e-5, rtol=0)
+
+
+def with_long_post(batch, length=15, extra_window=False):
+    """The batch plus a 6th post longer than all others (the posts' padding grows to it); with
+    extra_window a 5th window [0, 1, 5] uses it, so the TempoFormer rows are padded to it too."""
+    g = torch.Generator().manual_seed(3)
+    P, L = batch["input_ids"].shape
+    ids = torch.zeros(P + 1, length, dtype=torch.long)
+    am = torch.zeros(P + 1, length, dtype=torch.long)
+    ids[:P, :L], am[:P, :L] = batch["input_ids"], batch["attention_mask"]
+    ids[P] = torch.randint(5, 100, (length,), generator=g)
+    ids[P, 0] = 2
+    am[P] = 1
+    out = {**batch, "input_ids": ids, "attention_mask": am}
+    if extra_window:
+        out["window_index"] = torch.cat([batch["window_index"], torch.tensor([[0, 1, P]])])
+        out["window_mask"] = torch.cat([batch["window_mask"], torch.tensor([[True, True, True]])])
+        out["time_gap"] = torch.cat([batch["time_gap"], torch.tensor([[3.0, 1.0, 0.0]])])
+    return out
+
+
+@pytest.mark.parametrize("head", ["tempoformer", "rotempoformer"])
+def test_fast_path_logits_do_not_depend_on_batch_padding(batch, head):
+    """The packed fast path: a long post elsewhere in the batch (unused, or in another window)
+    changes how much padding there is but not the other windows' logits."""
+    m = sharpen(make(head=head))
+    a = m(**batch)
+    torch.testing.assert_close(m(**with_long_post(batch)), a, atol=1e-5, rtol=0)
+    both = m(**with_long_post(batch, extra_window=True))
+    assert both.shape == (5, C)
+    torch.testing.assert_close(both[:4], a, atol=1e-5, rtol=0)
+    torch.testing.assert_close(both, m.forward_naive(**with_long_post(batch, extra_window=True)),
+                               atol=1e-5, rtol=0)
+
+
+def test_packed_layer_equals_full_layer():
+    bb = tiny_bert(3).eval()
+    layer = bb.encoder.layer[3]
+    x = torch.randn(4, 6, 32)
+    am = torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1] * 5 + [0]])
+    full = layer(x, extended_mask(am, x.dtype))  # [4, 6, 32]
+    flat = am.flatten().nonzero().squeeze(1)
+    xp = x.flatten(0, 1)[flat]
+    out = packed_layer(layer, xp, flat, 4, 6, am.bool())
+    torch.testing.assert_close(out, full.flatten(0, 1)[flat], atol=1e-6, rtol=0)
+    starts = torch.cumsum(am.sum(1), 0) - am.sum(1)
+    cls = packed_layer(layer, xp, flat, 4, 6, am.bool(), cls_idx=starts)
+    torch.testing.assert_close(cls, full[:, 0], atol=1e-6, rtol=0)
 
 
 def test_padding_slots_content_is_ignored(batch):

@@ -4,6 +4,10 @@ A BERT-like encoder with L layers: layers 0..L-3 encode each post alone ("local"
 replaced by TempoFormer layers that mix the [CLS] of the window's posts with temporal rotary
 attention. Batches carry each distinct post once (`input_ids [P, L]`) and windows index into them
 (`window_index [B, w]`), so the local layers run once per post instead of once per window slot.
+In the fast path (`forward`) the TempoFormer layers run on packed tokens: every per-token op
+(projections, LayerNorms, FFN, stream embedding) sees only real tokens, padding exists only inside
+attention (`packed_layer`). The local layers run padded in `encode_local` ([P, L, H], the contract
+predict.py relies on to substitute cached local states).
 """
 
 import copy
@@ -60,6 +64,40 @@ def cls_only_layer(layer: nn.Module, x: torch.Tensor, ext: torch.Tensor) -> torc
     return h[:, 0]
 
 
+def packed_layer(layer: nn.Module, xp: torch.Tensor, flat: torch.Tensor, N: int, L: int,
+                 key_mask: torch.Tensor, cls_idx: torch.Tensor | None = None) -> torch.Tensor:
+    """A BERT/RoBERTa layer on packed tokens: padding only inside attention.
+
+    xp [T, H] the real tokens of N rows, row-major; flat [T] = row*L + col their places in a padded
+    [N, L] layout; key_mask [N, L] bool, True at real tokens (exactly the places in flat).
+    The Q/K/V and output projections, LayerNorms and FFN run on the T real tokens only; attention
+    runs on the padded [N, nh, L, hd] view. Returns [T, H], equal to layer(x, ext) at the real
+    tokens; with cls_idx [N] (packed offset of each row's token 0) only the [CLS] queries and FFNs
+    run and it returns [N, H], equal to layer(x, ext)[:, 0].
+    """
+    sa = layer.attention.self
+    nh, hd = sa.num_attention_heads, sa.attention_head_size
+    H = nh * hd
+
+    def pad(t):  # [T, H] -> [N, nh, L, hd], zeros at padding (masked out as keys)
+        return t.new_zeros(N * L, H).index_copy(0, flat, t).view(N, L, nh, hd).transpose(1, 2)
+
+    k, v = pad(sa.key(xp)), pad(sa.value(xp))
+    p = sa.dropout.p if sa.training else 0.0
+    m = key_mask[:, None, None, :]  # [N, 1, 1, L]
+    if cls_idx is not None:
+        xc = xp.index_select(0, cls_idx)  # [N, H]
+        q = sa.query(xc).view(N, 1, nh, hd).transpose(1, 2)  # [N, nh, 1, hd]
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=p, scale=sa.scaling)
+        h = layer.attention.output(a.reshape(N, H), xc)  # dense, dropout, LayerNorm(+residual)
+        return layer.output(layer.intermediate(h), h)
+    q = pad(sa.query(xp))
+    a = F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=p, scale=sa.scaling)  # [N, nh, L, hd]
+    a = a.transpose(1, 2).reshape(N * L, H).index_select(0, flat)  # [T, H]
+    h = layer.attention.output(a, xp)
+    return layer.output(layer.intermediate(h), h)
+
+
 class GateNorm(nn.Module):
     """Gated context fusion (Zheng et al. 2020), paper §3.6:
     g = σ(W_g[h_word; h_stream]), C = LayerNorm((1-g)·h_word + g·h_stream)."""
@@ -107,6 +145,31 @@ class TempoLayer(nn.Module):
         if not cls_only:
             x = torch.cat([h_stream.view(B * w, -1)[pos][:, None, :], x[:, 1:]], dim=1)
         return h_word, h_stream, x
+
+    def forward_packed(self, xt, tok, slot, pos, key_mask, coords, cls_only):
+        """forward on packed tokens. xt [T, H] the real tokens of the N rows, row-major; tok =
+        (trow [T] row of each token, tflat [T] its place row*Lt+col in a padded [N, Lt] layout,
+        tstarts [N] packed offset of each row's [CLS], tmask [N, Lt] bool real tokens);
+        slot, pos, key_mask, coords as in forward. Returns (h_word, h_stream, xt) like forward,
+        xt packed [T, H] (None if cls_only)."""
+        trow, tflat, tstarts, tmask = tok
+        N, Lt = tmask.shape
+        B, w = key_mask.shape
+        if self.stream_embeddings:
+            xt = self.stream_drop(self.stream_norm(xt + self.stream_pos(slot)[trow]))
+        if cls_only:
+            cls = packed_layer(self.word, xt, tflat, N, Lt, tmask, cls_idx=tstarts)  # [N, H]
+        else:
+            xt = packed_layer(self.word, xt, tflat, N, Lt, tmask)  # [T, H]
+            cls = xt.index_select(0, tstarts)
+        h_word = cls.new_zeros(B * w, cls.shape[-1]).index_copy(0, pos, cls).view(B, w, -1)
+        h_stream = self.attn(h_word, key_mask, coords)  # [B, w, H]
+        if cls_only:
+            return h_word, h_stream, None
+        new_cls = h_stream.view(B * w, -1)[pos]
+        dt = torch.promote_types(xt.dtype, new_cls.dtype)  # as torch.cat does under autocast
+        xt = xt.to(dt).index_copy(0, tstarts, new_cls.to(dt))
+        return h_word, h_stream, xt
 
 
 class LSTMHead(nn.Module):
@@ -244,16 +307,40 @@ class TempoFormer(nn.Module):
 
         local_cls = self.pool(h[post_of.view(B, w)[:, -1], 0])  # [B, H] current post
         rows = post_of[pos]  # [N] encoded post of each TempoFormer row
-        x = h[rows]  # [N, L, H]: one copy per (window, slot), stream embeddings make them differ
-        ext = extended_mask(attention_mask[rows], x.dtype)
         # right-aligned: the current post always uses the last stream-embedding row
         slot = pos % w + (self.config.window - w)
         coords = time_gap if (self.config.temporal_rope and time_gap is not None) else None
         l1, l2 = self.tempo_layers
+        if not naive:
+            # packed: each row's real tokens once, [T, H]; padding only inside attention
+            L = attention_mask.shape[1]
+            am = attention_mask[rows].bool()  # [N, L]
+            if not bool(am[:, 0].all()):
+                raise ValueError("token 0 ([CLS]) of every post must be a real token")
+            real = am.flatten().nonzero().squeeze(1)  # [T] row*L + col, row-major
+            trow, tcol = real // L, real % L
+            Lt = int(tcol.max()) + 1  # the longest used post: trims padding all rows share
+            tmask = am[:, :Lt]
+            counts = tmask.sum(1)
+            tstarts = torch.cumsum(counts, 0) - counts  # [N] packed offset of each row's [CLS]
+            tok = (trow, trow * Lt + tcol, tstarts, tmask)
+            # one copy of each post's tokens per (window, slot): stream embeddings make them differ
+            xt = h.flatten(0, 1).index_select(0, rows[trow] * L + tcol)  # [T, H]
+            _, _, xt = l1.forward_packed(xt, tok, slot, pos, window_mask, coords, cls_only=False)
+            # only [CLS] is read after the last layer: skip the other tokens' queries and FFN
+            h_word, h_stream, _ = l2.forward_packed(xt, tok, slot, pos, window_mask, coords, cls_only=True)
+            return self._head(local_cls, h_word, h_stream, window_mask)
+
+        x = h[rows]  # [N, L, H]: one copy per (window, slot), stream embeddings make them differ
+        ext = extended_mask(attention_mask[rows], x.dtype)
         _, _, x = l1(x, ext, slot, pos, window_mask, coords, cls_only=False)
         # only [CLS] is read after the last layer: skip the other tokens' queries and FFN
-        h_word, h_stream, _ = l2(x, ext, slot, pos, window_mask, coords, cls_only=not naive)
+        h_word, h_stream, _ = l2(x, ext, slot, pos, window_mask, coords, cls_only=False)
+        return self._head(local_cls, h_word, h_stream, window_mask)
 
+    def _head(self, local_cls, h_word, h_stream, window_mask):
+        """[B, H] local [CLS] of the current post, [B, w, H] [CLS] before/after the last rotary
+        MHA -> logits [B, num_labels]."""
         if self.config.head == "rotempoformer":
             fused = self.gate_norm(h_word, h_stream) if self.config.gate_norm else h_stream  # [B, w, H]
             return self.lstm_head(self.pool(fused), window_mask)
