@@ -38,7 +38,7 @@ def test_changed_grid_reruns_only_that_model(finished_run, tmp_path):
     result = snakemake(workdir, changed, "-n")
     assert result.returncode == 0, result.stderr[-2000:]
     assert planned_jobs(result) == {"train": 6, "aggregate": 1, "all": 1}
-    assert "ffn_history" in result.stdout and "/tempoformer/" not in result.stdout
+    assert "runs/ffn_history/" in result.stdout and "runs/tempoformer/" not in result.stdout
 
 
 def test_bad_config_key_is_named(tmp_path):
