@@ -148,7 +148,7 @@ def test_tables_put_the_paper_beside_ours(tmp_path):
     table2 = written["table2_md"].read_text()
     row = next(line for line in table2.splitlines() if line.startswith("| Temporal Attention"))
     assert "| 0.620 | 0.500 ± 0.141 (1 unscored) | 0.520 | 0.400 ± 0.141 (1 unscored) |" in row
-    assert "| Schlechtweg et al. (2019) | 0.458 |" in table2  # Latin column stays, paper only
+    assert "| Schlechtweg et al. (2019) | 0.512 | – | 0.321 | – | 0.458 | 0.372 |" in table2  # Latin: paper only
     assert "not run" in next(line for line in table2.splitlines() if "[scaled_exp]" in line)
     csv = pl.read_csv(written["table3_csv"])
     assert set(csv["source"]) == {"paper", "ours"}

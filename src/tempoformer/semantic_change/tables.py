@@ -101,17 +101,14 @@ def comparison_table(table: int, summary: dict, datasets: Mapping[str, str | Non
     """Tables 2 and 3: one row per method; per dataset our r, ρ beside the paper's column."""
     languages = [lang for lang in ("Eng", "Lat", "Ger")
                  if not paper.filter((pl.col("table") == table) & (pl.col("language") == lang)).is_empty()]
-    shown = {lang for lang in datasets.values() if lang}
+    mapped = {lang: [name for name, l in datasets.items() if l == lang] for lang in languages}
+    unmapped = [name for name, lang in datasets.items() if not lang]
     header = ["Method"]
-    for lang in languages:
-        if lang not in shown:
-            header += [f"{LANGUAGE_NAMES[lang]} r (paper)", f"{LANGUAGE_NAMES[lang]} ρ (paper)"]
-    for name, lang in datasets.items():
-        if lang:
-            header += [f"{LANGUAGE_NAMES[lang]} r (paper)", f"{name} r (ours)",
-                       f"{LANGUAGE_NAMES[lang]} ρ (paper)", f"{name} ρ (ours)"]
-        else:
-            header += [f"{name} r (ours)", f"{name} ρ (ours)"]
+    for lang in languages:  # the paper's column order; our datasets beside the column they reproduce
+        header += [f"{LANGUAGE_NAMES[lang]} r (paper)", *(f"{name} r (ours)" for name in mapped[lang]),
+                   f"{LANGUAGE_NAMES[lang]} ρ (paper)", *(f"{name} ρ (ours)" for name in mapped[lang])]
+    for name in unmapped:
+        header += [f"{name} r (ours)", f"{name} ρ (ours)"]
     md_rows, csv_rows = [], []
     for label, method in _method_rows(table, paper):
         cells = [label if method is None else f"{label} [{method}]"]
@@ -122,25 +119,22 @@ def comparison_table(table: int, summary: dict, datasets: Mapping[str, str | Non
                              "dataset": LANGUAGE_NAMES[lang], "params": row["params"], "r": row["r"],
                              "rho": row["rho"], "r_sd": None, "rho_sd": None, "n_seeds": None,
                              "n_scored": None, "n_unscored": None})
-        for lang in languages:
-            if lang not in shown:
-                row = numbers.get(lang, {})
-                cells += [_paper(row.get("r")), _paper(row.get("rho"))]
-        for name, lang in datasets.items():
+        ours = {}
+        for name in datasets:
             entry = summary.get((name, method)) if method else None
-            ours_r = _cell(entry, "pearson") if method else "–"
-            ours_rho = _cell(entry, "spearman") if method else "–"
-            if lang:
-                row = numbers.get(lang, {})
-                cells += [_paper(row.get("r")), ours_r, _paper(row.get("rho")), ours_rho]
-            else:
-                cells += [ours_r, ours_rho]
+            ours[name] = (_cell(entry, "pearson"), _cell(entry, "spearman")) if method else ("–", "–")
             if entry is not None:
                 csv_rows.append({"table": table, "method": label, "ours": method, "source": "ours",
                                  "dataset": name, "params": None if entry["params"] is None else str(entry["params"]),
                                  "r": entry["pearson"], "rho": entry["spearman"], "r_sd": entry["pearson_sd"],
                                  "rho_sd": entry["spearman_sd"], "n_seeds": entry["n_seeds"],
                                  "n_scored": entry["n_scored"], "n_unscored": entry["n_unscored"]})
+        for lang in languages:
+            row = numbers.get(lang, {})
+            cells += [_paper(row.get("r")), *(ours[name][0] for name in mapped[lang]),
+                      _paper(row.get("rho")), *(ours[name][1] for name in mapped[lang])]
+        for name in unmapped:
+            cells += list(ours[name])
         md_rows.append(cells)
     return _markdown(header, md_rows), csv_rows
 
