@@ -25,13 +25,13 @@ def code(*modules):
 MODEL_CODE = {
     "random": [],
     "llm": ["llm/__init__.py", "llm/predict.py", "llm/prompts.py", "llm/generate.py", "llm/bucketing.py"],
-    "bert": ["models/post_transformer.py"],
-    "roberta": ["models/post_transformer.py"],
+    "bert": ["models/post_transformer.py", "models/padding.py"],
+    "roberta": ["models/post_transformer.py", "models/padding.py"],
     "ffn_history": ["models/ffn_history.py"],
     "bilstm": ["models/bilstm.py"],
     "swnu": ["models/swnu.py", "models/signature.py"],
     "seqsignet": ["models/seqsignet.py", "models/swnu.py", "models/signature.py"],
-    "tempoformer": ["models/tempoformer.py", "models/rotary.py"],
+    "tempoformer": ["models/tempoformer.py", "models/rotary.py", "models/padding.py"],
 }
 TRAIN_CODE = ["train.py", "training.py", "losses.py", "metrics.py", "device.py"]
 EMBEDDING_MODELS = {"ffn_history", "bilstm", "swnu", "seqsignet"}

@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .padding import pad_batch
+
 ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm")
 
 
@@ -82,17 +84,6 @@ class PostTransformer(nn.Module):
         else:
             x = torch.tanh(self.pool_dense(self.dropout(cls)))
         return self.classifier(self.dropout(x))
-
-
-def pad_batch(seqs: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad token id lists to the longest of them."""
-    L = max(len(s) for s in seqs)
-    input_ids = torch.full((len(seqs), L), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(seqs), L), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        input_ids[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
-        attention_mask[i, : len(s)] = 1
-    return {"input_ids": input_ids, "attention_mask": attention_mask}
 
 
 def post_transformer_setup(data, params: dict, window: int):

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from .padding import pad_batch
 from .rotary import TemporalRotaryAttention
 
 
@@ -366,20 +367,14 @@ def collate_windows(token_ids, window_rows, window_valid, log_gap, pad_id):
     uniq = np.unique(window_rows[window_valid])  # [P] sorted global rows
     local = np.zeros_like(window_rows)
     local[window_valid] = np.searchsorted(uniq, window_rows[window_valid])
-    seqs = [token_ids[r] for r in uniq]
-    L = max(len(s) for s in seqs)
-    input_ids = torch.full((len(seqs), L), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(seqs), L), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        input_ids[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
-        attention_mask[i, : len(s)] = 1
+    padded = pad_batch([token_ids[r] for r in uniq], pad_id)
     time_gap = None
     if log_gap is not None:
         gap = np.where(window_valid, np.asarray(log_gap, dtype=np.float64), 0.0)
         time_gap = torch.as_tensor(gap, dtype=torch.float32)
     return {
-        "input_ids": input_ids,
-        "attention_mask": attention_mask,
+        "input_ids": padded["input_ids"],
+        "attention_mask": padded["attention_mask"],
         "window_index": torch.as_tensor(local),
         "window_mask": torch.as_tensor(window_valid),
         "time_gap": time_gap,
