@@ -20,10 +20,10 @@ include: "workflow/rules/streams.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/semantic_change.smk"
 
 
 rule all:
     input:
-        f"{RESULTS}/tables/table2.md",
-        f"{RESULTS}/tables/table2.csv",
-        f"{RESULTS}/tables/table1.md",
+        [f"{TABLES}/table2.md", f"{TABLES}/table2.csv", f"{TABLES}/table1.md"] if DATASETS else [],
+        rules.semantic_change_tables.output if SC_DATASETS else [],

@@ -163,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", type=_json, required=True, help='{"dataset": [labels], ...}')
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=cmd_aggregate)
+
+    from .semantic_change.cli import register as register_semantic_change
+
+    register_semantic_change(sub)
     return parser
 
 

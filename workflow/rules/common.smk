@@ -3,14 +3,18 @@ import json
 import os
 
 RESULTS = config["results"]
-DATASETS = config["datasets"]
-MODELS = config["models"]
+# Tables of this config: configs that share `results` (and so their cached runs) write their
+# tables to different folders.
+TABLES = config.get("tables", f"{RESULTS}/tables")
+FIGURES = config.get("figures", f"{RESULTS}/figures")
+DATASETS = config.get("datasets", {})
+MODELS = config.get("models", {})
 PACKAGE = os.path.join(workflow.basedir, "src", "tempoformer")
 
 
 wildcard_constraints:
-    dataset="|".join(DATASETS),
-    model="|".join(MODELS),
+    dataset="|".join(DATASETS) or "(?!)",
+    model="|".join(MODELS) or "(?!)",
     window=r"\d+",
     fold=r"\d+",
     seed=r"\d+",

@@ -1,6 +1,6 @@
 # Semantic change detection with temporal attention (Rosin & Radinsky 2022): corpus → MLM
 # post-pretraining per (dataset, method, seed) → change scores + Pearson/Spearman → Tables 2-4.
-# Config: config["semantic_change"] (example and key descriptions: config/semantic_change.yaml).
+# Config: config["semantic_change"] (keys described in config/config.yaml and the schema).
 # Needs common.smk (RESULTS, code()). Target: rule semantic_change_all.
 from tempoformer.semantic_change.cli import METHODS as SC_METHOD_SPECS
 
@@ -153,11 +153,11 @@ rule semantic_change_tables:
         metrics=sc_all_metrics(),
         code=code("semantic_change/tables.py", "semantic_change/paper_numbers.csv", "semantic_change/cli.py"),
     output:
-        expand(f"{SC_RESULTS}/tables/table{{n}}.{{ext}}", n=(2, 3, 4), ext=("md", "csv")),
+        expand(f"{TABLES}/temporal_attention_table{{n}}.{{ext}}", n=(2, 3, 4), ext=("md", "csv")),
     params:
         datasets=json.dumps({name: spec.get("paper_column") for name, spec in SC_DATASETS.items()}),
         label=SC.get("backbone_label", "MiniLM-L6"),
-        out_dir=f"{SC_RESULTS}/tables",
+        out_dir=TABLES,
     log:
         f"{RESULTS}/logs/semantic_change/tables.log",
     shell:

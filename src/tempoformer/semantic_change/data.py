@@ -359,7 +359,7 @@ def read_small_corpora(
 
 
 def load_dataset(spec: dict, name: str = "dataset") -> DiachronicCorpus:
-    """A corpus from a config entry (see config/semantic_change.yaml):
+    """A corpus from a config entry (see the semantic_change section of config/config.yaml):
 
     {format: release, release: DIR, corpora: [..]?, periods: [..]?, pos_tags, variant}
     {format: small_corpora, small_dir: DIR, language: english, release: DIR, pos_tags}

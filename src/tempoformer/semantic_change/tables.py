@@ -169,7 +169,7 @@ def size_table(summary: dict, datasets: Mapping[str, str | None], paper: pl.Data
 
 def write_tables(metric_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
                  datasets: Mapping[str, str | None], backbone_label: str = "MiniLM-L6") -> dict[str, Path]:
-    """table{2,3,4}.{md,csv} under out_dir; datasets: {our dataset: paper column or None}."""
+    """temporal_attention_table{2,3,4}.{md,csv} under out_dir; datasets: {our dataset: paper column or None}."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     metrics = load_metrics(metric_paths)
@@ -179,9 +179,9 @@ def write_tables(metric_paths: Sequence[str | os.PathLike], out_dir: str | os.Pa
         if lang is not None and lang not in LANGUAGE_NAMES:
             raise ValueError(f"dataset {name}: paper column must be one of {sorted(LANGUAGE_NAMES)} or null")
     titles = {
-        2: "Table 2: semantic change detection, Pearson r and Spearman ρ against the graded truth",
-        3: "Table 3: time-token prepend vs temporal attention vs both",
-        4: "Table 4: model size (paper: SemEval-English)",
+        2: "Rosin & Radinsky (2022) Table 2: semantic change detection, Pearson r and Spearman ρ against the graded truth",
+        3: "Rosin & Radinsky (2022) Table 3: time-token prepend vs temporal attention vs both",
+        4: "Rosin & Radinsky (2022) Table 4: model size (paper: SemEval-English)",
     }
     written = {}
     for table in (2, 3, 4):
@@ -196,7 +196,7 @@ def write_tables(metric_paths: Sequence[str | os.PathLike], out_dir: str | os.Pa
             note += "\nWall times (s): " + "; ".join(
                 f"{r['dataset']}/{r['method']}/seed{r['seed']}: train {r['train_seconds'] or 0:.0f}, "
                 f"score {r['score_seconds'] or 0:.0f}" for r in timing.iter_rows(named=True)) + "\n"
-        md_path, csv_path = out / f"table{table}.md", out / f"table{table}.csv"
+        md_path, csv_path = (out / f"temporal_attention_table{table}.{ext}" for ext in ("md", "csv"))
         md_path.write_text(f"# {titles[table]}\n\n{md}{note}")
         pl.DataFrame(rows, schema={
             "table": pl.Int64, "method": pl.String, "ours": pl.String, "source": pl.String, "dataset": pl.String,
