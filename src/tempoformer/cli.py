@@ -53,7 +53,7 @@ def cmd_embed(args):
     from .embed import embed_posts
 
     set_threads(args.threads)
-    embed_posts(args.posts, args.output, args.model)
+    embed_posts(args.posts, args.output, args.model, args.cache)
 
 
 def cmd_train(args):
@@ -123,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--posts", required=True)
     p.add_argument("--output", required=True)
     p.add_argument("--model", default="minilm")
+    p.add_argument("--cache", help="vectors of texts seen before (.npz, read and updated): those are not encoded again")
     p.add_argument("--threads", type=int)
     p.set_defaults(func=cmd_embed)
 

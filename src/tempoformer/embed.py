@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 from pathlib import Path
 
@@ -9,6 +11,8 @@ import numpy as np
 import polars as pl
 
 from .device import pick_device
+
+log = logging.getLogger(__name__)
 
 
 def backbone_path(name: str) -> str:
@@ -20,21 +24,61 @@ def backbone_path(name: str) -> str:
     return name
 
 
-def embed_texts(texts: list[str], model: str = "minilm", batch_size: int = 64) -> np.ndarray:
+def text_keys(texts) -> np.ndarray:
+    """Content keys of texts: a cache entry is found by what a post says, not where it is."""
+    return np.array([hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts])
+
+
+def load_encoder(model: str = "minilm"):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
 
-    encoder = SentenceTransformer(backbone_path(model), device=pick_device(), local_files_only=True)
-    unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
-    vectors = encoder.encode(
-        unique.tolist(), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False
-    )
-    return vectors.astype(np.float32)[inverse]
+    return SentenceTransformer(backbone_path(model), device=pick_device(), local_files_only=True)
 
 
-def embed_posts(posts_path: str | Path, output: str | Path, model: str = "minilm") -> np.ndarray:
+def embed_texts(texts: list[str], model: str = "minilm", batch_size: int = 64,
+                cache: str | Path | None = None, encoder=None) -> np.ndarray:
+    """One vector per text; each distinct text is encoded once, and not at all when `cache`
+    (an .npz of earlier vectors of the same model) already holds it."""
+    keys = text_keys(texts)
+    unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    known = _read_cache(cache, model)
+    missing = [i for i, key in enumerate(unique_keys) if key not in known]
+    vectors = np.zeros((len(unique_keys), 0), dtype=np.float32)
+    if missing:
+        encoder = encoder or load_encoder(model)
+        new = encoder.encode([texts[first[i]] for i in missing], batch_size=batch_size,
+                             convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+        known.update(zip(unique_keys[missing], new))
+    log.info("%d texts, %d distinct, %d encoded, %d from the cache", len(texts), len(unique_keys),
+             len(missing), len(unique_keys) - len(missing))
+    if len(unique_keys):
+        vectors = np.stack([known[key] for key in unique_keys])
+    if cache is not None and missing:
+        _write_cache(cache, model, known)
+    return vectors[inverse]
+
+
+def _read_cache(cache, model: str) -> dict:
+    if cache is None or not Path(cache).exists():
+        return {}
+    with np.load(cache, allow_pickle=False) as stored:
+        if str(stored["model"]) != model:  # vectors of another model are no use
+            return {}
+        return dict(zip(stored["keys"], stored["vectors"]))
+
+
+def _write_cache(cache, model: str, known: dict) -> None:
+    cache = Path(cache)
+    tmp = cache.with_name(f".{cache.name}.tmp.npz")
+    np.savez(tmp, model=np.array(model), keys=np.array(list(known)), vectors=np.stack(list(known.values())))
+    os.replace(tmp, cache)
+
+
+def embed_posts(posts_path: str | Path, output: str | Path, model: str = "minilm",
+                cache: str | Path | None = None) -> np.ndarray:
     texts = pl.read_parquet(posts_path, columns=["text"])["text"].to_list()
-    vectors = embed_texts(texts, model)
+    vectors = embed_texts(texts, model, cache=cache)
     output = Path(output)
     tmp = output.with_name(f".{output.name}.tmp.npy")
     np.save(tmp, vectors)

@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import importlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -27,6 +28,8 @@ from .metrics import f1_scores
 from .posts import read_posts, write_parquet_atomic
 from .training import TrainSettings, fit, grid, predict_proba
 from .windows import window_arrays
+
+logger = logging.getLogger(__name__)
 
 # Stream-level models over SBERT embeddings: name → (module, class).
 STREAM_MODELS = {
@@ -182,6 +185,8 @@ def search_grid(data: RunData, model_type: str, params: dict, window: int, seed:
             checkpoint = checkpoints / f"{_digest({**(run_key or {}), 'hp': hp})}.pt"
         history = fit(net, make_batch, data.y, data.rows["train"], data.rows["dev"], alpha,
                       data.labels, settings, seed, device, checkpoint)
+        logger.info("grid point %s: best dev macro-F1 %.4f at epoch %d", hp, history["dev_macro"],
+                    history["best_epoch"] + 1)
         log.append({"hp": hp, "dev_macro": history["dev_macro"], "best_epoch": history["best_epoch"],
                     "epochs": history["history"]})
         if best is None or history["dev_macro"] > best[0]:
@@ -221,7 +226,10 @@ def run_training(
 
         prob, search = llm_predict(data, params, window, seed, device=device)
     else:
-        run_key = {"model": model_type, "params": params, "labels": labels, "window": window,
+        # A grid point's checkpoint depends on its own settings, not on the rest of the grid:
+        # narrowing a grid resumes the points it keeps.
+        shared = {k: v for k, v in params.items() if k != "grid"}
+        run_key = {"model": model_type, "params": shared, "labels": labels, "window": window,
                    "fold": fold, "seed": seed,
                    "inputs": _file_identity(posts_path, folds_path, streams_path, embeddings_path)}
         prob, net, search = search_grid(data, model_type, params, window, seed, device, checkpoints, run_key)

@@ -7,8 +7,10 @@ optimizer step, and early stopping compares with the best dev epoch, not the pre
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -20,6 +22,8 @@ from torch import nn
 from .device import autocast
 from .losses import focal_loss
 from .metrics import f1_scores
+
+log = logging.getLogger(__name__)
 
 MakeBatch = Callable[[np.ndarray], dict[str, torch.Tensor]]
 
@@ -112,6 +116,7 @@ def fit(
         if state["finished"]:
             break
         model.train()
+        started = time.perf_counter()
         epoch_batches = batches(train_rows, settings, rng)
         losses = []
         optimizer.zero_grad(set_to_none=True)
@@ -132,6 +137,9 @@ def fit(
         dev_macro = f1_scores(y[dev_rows], dev_prob.argmax(1), labels)["macro"]
         state["history"].append({"epoch": epoch, "train_loss": float(np.mean(losses)), "dev_macro": dev_macro})
         state["epoch"] = epoch
+        # Long CPU runs: the log shows progress and what an epoch costs.
+        log.info("epoch %d/%d: train loss %.4f, dev macro-F1 %.4f, %.1f s", epoch + 1, settings.epochs,
+                 state["history"][-1]["train_loss"], dev_macro, time.perf_counter() - started)
         if dev_macro > state["best"]["dev_macro"]:
             state["best"] = {"dev_macro": dev_macro, "epoch": epoch, "state": _cpu_copy(model.state_dict())}
             state["epochs_without_gain"] = 0

@@ -9,6 +9,8 @@ rule embed:
         f"{RESULTS}/{{dataset}}/sbert.npy",
     params:
         model=config["embedding_model"],
+        # Outlives the rule's output: a rerun (e.g. after an ingest change) encodes only new texts.
+        cache=lambda w: f"{RESULTS}/{w.dataset}/sbert_cache.npz",
     threads: config["threads"]
     # Cluster requests (profiles/slurm): a CPU job; memory (MB) and time (minutes) double with
     # each retry of a failed job.
@@ -20,4 +22,4 @@ rule embed:
         f"{RESULTS}/logs/{{dataset}}/embed.log",
     shell:
         "tempoformer embed --posts {input.posts} --model {params.model} --threads {threads}"
-        " --output {output} 2> {log}"
+        " --cache {params.cache} --output {output} 2> {log}"
