@@ -151,9 +151,13 @@ rule semantic_change_score:
 rule semantic_change_tables:
     input:
         metrics=sc_all_metrics(),
-        code=code("semantic_change/tables.py", "semantic_change/paper_numbers.csv", "semantic_change/cli.py"),
+        code=code("semantic_change/tables.py", "semantic_change/paper_numbers.csv", "semantic_change/cli.py", "render.py"),
     output:
-        expand(f"{TABLES}/temporal_attention_table{{n}}.{{ext}}", n=(2, 3, 4), ext=("md", "csv")),
+        expand(f"{TABLES}/temporal_attention_table{{n}}.{{ext}}", n=(2, 3, 4), ext=("md", "csv", "tex")),
+        # the HTML rendering goes into `snakemake --report`
+        *(report(f"{TABLES}/temporal_attention_table{n}.html", caption=f"../report/temporal_attention_table{n}.rst",
+                 category="Temporal attention tables", labels={"table": f"Rosin & Radinsky Table {n}"})
+          for n in (2, 3, 4)),
     params:
         datasets=json.dumps({name: spec.get("paper_column") for name, spec in SC_DATASETS.items()}),
         label=SC.get("backbone_label", "MiniLM-L6"),

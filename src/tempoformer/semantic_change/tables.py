@@ -1,4 +1,5 @@
-"""Tables 2, 3 and 4 of Rosin & Radinsky 2022 (Markdown + CSV), the paper's numbers beside ours.
+"""Tables 2, 3 and 4 of Rosin & Radinsky 2022 (Markdown, CSV, LaTeX and HTML for the report), the
+paper's numbers beside ours.
 
 Our numbers come from the metrics.json of each (dataset, method, seed) run; over several seeds a
 cell is mean ± sd. Each of our datasets may name the paper's column it reproduces (`Eng`, `Lat`,
@@ -15,6 +16,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import polars as pl
+
+from ..render import Table
 
 PAPER_CSV = Path(__file__).with_name("paper_numbers.csv")
 LANGUAGE_NAMES = {"Eng": "SemEval-Eng", "Lat": "SemEval-Lat", "Ger": "SemEval-Ger"}
@@ -169,7 +172,7 @@ def size_table(summary: dict, datasets: Mapping[str, str | None], paper: pl.Data
 
 def write_tables(metric_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
                  datasets: Mapping[str, str | None], backbone_label: str = "MiniLM-L6") -> dict[str, Path]:
-    """temporal_attention_table{2,3,4}.{md,csv} under out_dir; datasets: {our dataset: paper column or None}."""
+    """temporal_attention_table{2,3,4}.{md,csv,tex,html} under out_dir; datasets: {our dataset: paper column or None}."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     metrics = load_metrics(metric_paths)
@@ -198,6 +201,12 @@ def write_tables(metric_paths: Sequence[str | os.PathLike], out_dir: str | os.Pa
                 f"score {r['score_seconds'] or 0:.0f}" for r in timing.iter_rows(named=True)) + "\n"
         md_path, csv_path = (out / f"temporal_attention_table{table}.{ext}" for ext in ("md", "csv"))
         md_path.write_text(f"# {titles[table]}\n\n{md}{note}")
+        # the same table for LaTeX and for the Snakemake report
+        rendered = Table.from_markdown(titles[table], md, [n for n in note.split("\n") if n.strip()],
+                                       label_columns=4 if table == 4 else 1)
+        stem = out / f"temporal_attention_table{table}"
+        stem.with_suffix(".tex").write_text(rendered.latex(f"tab:{stem.name}"))
+        stem.with_suffix(".html").write_text(rendered.html())
         pl.DataFrame(rows, schema={
             "table": pl.Int64, "method": pl.String, "ours": pl.String, "source": pl.String, "dataset": pl.String,
             "params": pl.String, "r": pl.Float64, "rho": pl.Float64, "r_sd": pl.Float64, "rho_sd": pl.Float64,
