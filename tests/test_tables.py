@@ -1,19 +1,32 @@
 import json
+import re
 
+import numpy as np
 import polars as pl
+import pytest
 
-from tempoformer.tables import aggregate
+from tempoformer.render import Table
+from tempoformer.significance import macro_f1, paired_bootstrap
+from tempoformer.tables import Dataset, aggregate
 
 
-def write_run(root, fold, seed, gold, pred, scores, dev=0.5, model="random", window=1):
-    d = root / f"{model}/w{window}/fold{fold}/seed{seed}"
+def write_run(root, fold, seed, gold, pred, scores, dev=0.5, model="random", window=1, dataset="toy", rows=None):
+    d = root / f"{dataset}/{model}/w{window}/fold{fold}/seed{seed}"
     d.mkdir(parents=True)
     (d / "metrics.json").write_text(json.dumps({
-        "dataset": "toy", "model": model, "window": window, "fold": fold, "seed": seed,
+        "dataset": dataset, "model": model, "window": window, "fold": fold, "seed": seed,
         "test": scores, "dev_macro": dev,
     }))
-    pl.DataFrame({"gold": gold, "pred": pred}).write_parquet(d / "predictions.parquet")
+    rows = list(range(100 * fold, 100 * fold + len(gold))) if rows is None else rows  # folds apart
+    pl.DataFrame({"row": rows, "gold": gold, "pred": pred}).write_parquet(d / "predictions.parquet")
     return d / "metrics.json"
+
+
+def markdown_row(markdown, first_cells):
+    """The cells of the Markdown row that starts with first_cells."""
+    start = "| " + " | ".join(first_cells) + " |"
+    line = next(ln for ln in markdown.splitlines() if ln.startswith(start))
+    return [c.strip() for c in line.strip("|").split(" | ")]
 
 
 def test_aggregate_hand_computed(tmp_path):
@@ -26,20 +39,23 @@ def test_aggregate_hand_computed(tmp_path):
         write_run(tmp_path, 0, 1, ["A", "A", "B"], ["A", "A", "B"], {"A": 1.0, "B": 1.0, "macro": 1.0}),
         write_run(tmp_path, 1, 1, ["B", "B"], ["A", "B"], {"A": 0.0, "B": 2 / 3, "macro": 1 / 3}),
     ]
-    summary = aggregate(paths, {"toy": ["A", "B"]}, tmp_path / "tables")
+    summary = aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables")
     cell = {r["label"]: (r["mean"], r["std"]) for r in summary.iter_rows(named=True)}
     # A: 66.7, 0, 100, 0 → 41.7 ± 50.0; B: 66.7, 100, 100, 66.7 → 83.3 ± 19.2
+    assert cell["A"][0] == pytest.approx(250 / 6) and cell["A"][1] == pytest.approx(50.0)
     # macro over runs: 66.67, 50, 100, 33.33 → mean 62.5, sample std 28.4638
-    assert abs(cell["macro"][0] - 62.5) < 1e-6 and abs(cell["macro"][1] - 28.4638) < 1e-3
+    assert cell["macro"][0] == pytest.approx(62.5) and cell["macro"][1] == pytest.approx(28.4638, abs=1e-4)
     # pooled seed 0: gold AABBB pred ABBBB → A: 2·1/(2+1)=2/3, B: 2·3/(3+4)=6/7 → macro 0.7619
     # pooled seed 1: gold AABBB pred AABAB → A: tp2 fp1 → 0.8, B: tp2 fn1 → 0.8 → macro 0.8
     m0, m1 = 100 * (2 / 3 + 6 / 7) / 2, 80.0
-    assert abs(cell["macro (pooled)"][0] - (m0 + m1) / 2) < 1e-6
-    assert abs(cell["macro (pooled)"][1] - abs(m0 - m1) / 2**0.5) < 1e-6
+    assert cell["macro (pooled)"][0] == pytest.approx((m0 + m1) / 2)
+    assert cell["macro (pooled)"][1] == pytest.approx(abs(m0 - m1) / 2**0.5)
     table = (tmp_path / "tables" / "table2.md").read_text()
-    assert "| post | Random | 41.7 ± 50.0 | 83.3 ± 19.2 | 62.5 ± 28.5 |" in table
+    assert markdown_row(table, ["post", "Random"])[2:] == ["41.7 ± 50.0", "83.3 ± 19.2", "62.5 ± 28.5", "78.1 ± 2.7"]
+    assert "mean ± standard deviation over all (fold, seed) runs" in table
     csv = pl.read_csv(tmp_path / "tables" / "table2.csv")
-    assert csv.filter(pl.col("label") == "macro")["f1"][0] == "62.5 ± 28.5"
+    macro = csv.filter((pl.col("model") == "random") & (pl.col("label") == "macro")).row(0, named=True)
+    assert macro["ours"] == "62.5 ± 28.5" and macro["runs"] == 4 and macro["mean"] == pytest.approx(62.5)
 
 
 def test_best_window_chosen_on_dev(tmp_path):
@@ -49,5 +65,144 @@ def test_best_window_chosen_on_dev(tmp_path):
         write_run(tmp_path, 0, 0, ["A"], ["A"], scores, dev=0.8, model="ffn_history", window=5),
         write_run(tmp_path, 0, 0, ["A"], ["A"], good_test, dev=0.2, model="ffn_history", window=20),
     ]
-    summary = aggregate(paths, {"toy": ["A", "B"]}, tmp_path / "tables")
-    assert set(summary["window"]) == {5}
+    summary = aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables")
+    assert set(summary.filter("best")["window"]) == {5}
+    row = markdown_row((tmp_path / "tables" / "table2.md").read_text(), ["stream", "FFN History"])
+    assert row[4] == "50.0 ± 0.0"  # macro of window 5, not the better test score of window 20
+
+
+def test_paper_numbers_beside_ours_and_not_run_rows(tmp_path):
+    lrs = {"Sw": 0.6, "N-Sw": 0.8, "macro": 0.7}
+    paths = [
+        write_run(tmp_path, 0, 0, ["Sw", "N-Sw"], ["Sw", "N-Sw"], lrs, model="tempoformer", window=20, dataset="lrs"),
+        write_run(tmp_path, 0, 0, ["A", "B"], ["A", "B"], {"A": 1.0, "B": 1.0, "macro": 1.0},
+                  model="tempoformer", window=20, dataset="toy"),
+    ]
+    datasets = [Dataset("lrs", ["Sw", "N-Sw"], "LRS"), Dataset("toy", ["A", "B"])]
+    out = tmp_path / "tables"
+    aggregate(paths, datasets, out, figures_dir=tmp_path / "figures")
+
+    table2 = (out / "table2.md").read_text()
+    header = markdown_row(table2, ["Level", "Model"])
+    assert header[2:9] == ["lrs Sw", "lrs Sw (paper)", "lrs N-Sw", "lrs N-Sw (paper)", "lrs macro",
+                           "lrs macro (paper)", "lrs macro (pooled)"]
+    assert "toy A (paper)" not in header and "toy A" in header  # no paper column: ours only
+    assert markdown_row(table2, ["stream", "TempoFormer"])[2:9] == [
+        "60.0 ± 0.0", "62.0", "80.0 ± 0.0", "75.9", "70.0 ± 0.0", "68.9", "100.0 ± 0.0"]
+    assert markdown_row(table2, ["stream", "BiLSTM"])[2:9] == [
+        "not run", "60.7", "not run", "75.0", "not run", "67.8", "not run"]
+    assert markdown_row(table2, ["post", "Llama2-7B-U (10-shot)"])[3] == "52.5"
+
+    table3 = (out / "table3.md").read_text()
+    assert markdown_row(table3, ["-Temporal RoPE"])[1:3] == ["not run", "62.0"]
+    table6 = (out / "table6.md").read_text()  # the paper's Table 6 is TalkLife only
+    assert markdown_row(table6, ["TempoFormer (BERT)"])[1:3] == ["60.0 ± 0.0", "–"]
+    table11 = (out / "table11.md").read_text()
+    assert markdown_row(table11, ["5"])[1:3] == ["not run", "55.0"]
+    assert markdown_row(table11, ["20"])[1:3] == ["60.0 ± 0.0", "62.0"]
+    assert "lrs = the paper's LRS" in table2
+
+    csv = pl.read_csv(out / "table2.csv")
+    row = csv.filter((pl.col("model") == "bilstm") & (pl.col("dataset") == "lrs") & (pl.col("label") == "Sw"))
+    assert row["ours"][0] == "not run" and row["paper"][0] == 60.7
+    for n in (2, 3, 4, 6, 11):
+        assert all((out / f"table{n}.{ext}").stat().st_size for ext in ("md", "csv", "tex", "html"))
+    assert (tmp_path / "figures" / "figure3.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_significance_in_table2(tmp_path):
+    # 40 test posts over 2 folds; TempoFormer right on all, FFN History (best dev baseline) on half
+    gold = ["A", "B"] * 10
+    wrong = ["B", "A"] * 5 + ["A", "B"] * 5
+    paths = []
+    for fold in (0, 1):
+        for seed in (0, 1):
+            paths.append(write_run(tmp_path, fold, seed, gold, gold, {"A": 1, "B": 1, "macro": 1},
+                                   dev=0.9, model="tempoformer", window=5))
+            paths.append(write_run(tmp_path, fold, seed, gold, wrong, {"A": .5, "B": .5, "macro": .5},
+                                   dev=0.6, model="ffn_history", window=5))
+            paths.append(write_run(tmp_path, fold, seed, gold, gold, {"A": 1, "B": 1, "macro": 1},
+                                   dev=0.1, model="random", window=1))  # better on test, worse on dev
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=200)
+    table = (tmp_path / "tables" / "table2.md").read_text()
+    assert re.search(r"toy: TempoFormer w5 vs FFN History w5, difference \+50\.0 points, p = 0\.000", table)
+    csv = pl.read_csv(tmp_path / "tables" / "table2.csv").filter(pl.col("p_value").is_not_null())
+    assert csv.select("model", "label", "compared_with", "p_value").rows() == [
+        ("tempoformer", "macro (pooled)", "ffn_history", 0.0)]
+
+
+def test_macro_f1_counts_weighted_posts():
+    gold, pred = np.array([0, 0, 1, 1, 1]), np.array([0, 1, 1, 1, 0])
+    # A: tp1 fp1 fn1 → 0.5; B: tp2 fp1 fn1 → 4/6 → macro 7/12
+    assert macro_f1(gold, pred, 2) == pytest.approx(7 / 12)
+    # post 0 twice, post 1 not at all ≡ gold AABBB pred AA B B A: A tp2 fp1 → 0.8; B tp2 fn1 → 0.8
+    assert macro_f1(gold, pred, 2, np.array([2.0, 0, 1, 1, 1])) == pytest.approx(0.8)
+    assert macro_f1(np.array([1, 1]), np.array([1, 1]), 2) == 0.5  # class 0 absent: F1 0
+
+
+def test_bootstrap_p_values():
+    rng = np.random.default_rng(1)
+    gold = rng.integers(3, size=300)
+    noisy = np.where(rng.random((2, 300)) < 0.5, rng.integers(3, size=(2, 300)), gold)
+    good = np.stack([gold, gold])
+    assert paired_bootstrap(gold, good, noisy, 3, resamples=300)["p_value"] < 0.01
+    assert paired_bootstrap(gold, noisy, good, 3, resamples=300)["p_value"] > 0.99
+    same = paired_bootstrap(gold, noisy, noisy, 3, resamples=300)
+    assert same["p_value"] == 0.5 and same["difference"] == 0.0
+    # seeded: the same call gives the same p-value
+    noisier = np.where(rng.random((2, 300)) < 0.55, rng.integers(3, size=(2, 300)), gold)
+    assert (paired_bootstrap(gold, noisy, noisier, 3, seed=4)["p_value"]
+            == paired_bootstrap(gold, noisy, noisier, 3, seed=4)["p_value"])
+
+
+def test_latex_is_balanced_and_escaped():
+    table = Table("Results: 50% & more_of it", ["Model", "F1 (%)", "p_value"],
+                  [["-Gate&Norm", "62.5 ± 1.0", "0.05"], ["a_b #1", "not run", "{x}"]],
+                  notes=["100% sure & done_"])
+    tex = table.latex("tab:x")
+    assert tex.count("\\begin{tabular}") == tex.count("\\end{tabular}") == 1
+    assert tex.count("\\begin{table*}") == tex.count("\\end{table*}") == 1
+    spec = re.search(r"\\begin\{tabular\}\{(\w+)\}", tex)[1]
+    body = tex[tex.index("\\toprule"):tex.index("\\bottomrule")]
+    for line in body.splitlines():
+        if line.endswith("\\\\"):
+            assert len(re.findall(r"(?<!\\)&", line)) == len(spec) - 1, line
+    text = tex.split("\n", 1)[1]  # after the "% requires booktabs" comment line
+    for char in "%_#&":  # escaped everywhere but the column separators
+        assert not re.search(rf"(?<!\\){char}", text.replace(" & ", " ")), char
+    assert len(re.findall(r"(?<!\\)\{", text)) == len(re.findall(r"(?<!\\)\}", text))
+    assert "62.5 $\\pm$ 1.0" in tex and "-Gate\\&Norm" in tex and "50\\% \\& more\\_of it" in tex
+
+
+def test_table_rows_must_match_header():
+    with pytest.raises(ValueError, match="row 0 has 1 cells"):
+        Table("t", ["a", "b"], [["x"]])
+
+
+def test_bad_metrics_file_is_named(tmp_path):
+    bad = tmp_path / "metrics.json"
+    bad.write_text(json.dumps({"dataset": "toy", "test": {}}))
+    with pytest.raises(ValueError, match=r"metrics\.json: not a run's metrics file"):
+        aggregate([bad], [Dataset("toy", ["A", "B"])], tmp_path / "tables")
+
+
+def test_temporal_attention_tables_in_latex(tmp_path):
+    from tempoformer.semantic_change.tables import write_tables
+
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"dataset": "semeval_eng", "method": "temporal_attention", "seed": 0,
+                                "pearson": 0.4, "spearman": 0.3, "n_scored": 36, "n_unscored": 1,
+                                "n_targets": 37, "params": 22_700_000, "train_seconds": 1.0, "score_seconds": 2.0}))
+    write_tables([path], tmp_path, {"semeval_eng": "Eng"})
+    for n in (2, 3, 4):
+        md = (tmp_path / f"temporal_attention_table{n}.md").read_text()
+        tex = (tmp_path / f"temporal_attention_table{n}.tex").read_text()
+        rows = [ln for ln in md.splitlines() if ln.startswith("| ")]
+        body = tex[tex.index("\\toprule"):tex.index("\\bottomrule")]
+        lines = [ln for ln in body.splitlines() if ln.endswith("\\\\")]
+        assert len(lines) == len(rows)  # header and every row, none lost
+        columns = len(re.search(r"\\begin\{tabular\}\{(\w+)\}", tex)[1])
+        assert all(len(re.findall(r"(?<!\\)&", ln)) == columns - 1 for ln in lines)
+    tex2 = (tmp_path / "temporal_attention_table2.tex").read_text()
+    assert "0.400 (1 unscored)" in tex2 and "$\\rho$" in tex2
+    assert "<td>0.400 (1 unscored)</td>" in (tmp_path / "temporal_attention_table2.html").read_text()

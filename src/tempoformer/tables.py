@@ -1,30 +1,47 @@
-"""Aggregate finished runs into the paper's Table 2 layout (Markdown and CSV).
+"""Finished runs → the paper's results tables (2, 3, 4, 6, 11) and Figure 3, ours beside the paper's.
 
-Each cell is test F1 in %, mean ± standard deviation over every (fold, seed) run. "pooled"
-is macro-F1 over the five folds' test predictions pooled per seed, then mean ± std over seeds.
-Where a stream model ran with several windows, the window with the best mean dev macro-F1
-is reported (chosen on dev, never on test), as the paper reports the best window.
+Each cell is test F1 in %, mean ± standard deviation over every (fold, seed) run. "macro
+(pooled)" is macro-F1 over the folds' test predictions pooled per seed, then mean ± std over
+seeds. Where a model ran with several windows, Tables 2, 3, 4 and 6 report the window with the
+best mean dev macro-F1 (chosen on dev, never on test), as the paper reports the best window;
+Table 11 reports every window. A dataset whose config names a `paper_column` gets the paper's
+number in a column beside ours; rows the config did not run say "not run".
+
+Table 2's notes carry a paired bootstrap test (significance.py) of TempoFormer against the
+baseline with the best mean dev macro-F1, per dataset.
 """
 
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from . import paper_numbers
 from .metrics import f1_scores
+from .render import Table, write_table, write_text_atomic  # noqa: F401  (stats.py imports it from here)
+from .significance import paired_bootstrap
 
+# Model entry name → (level, row label), in Table 2's row order. A config entry with one of
+# these names lands in the paper's row (LLM entries: type llm with these names).
 MODEL_ORDER = {
     "random": ("post", "Random"),
+    "llama2_7b_u_5shot": ("post", "Llama2-7B-U (5-shot)"),
+    "mistral_7b_u_5shot": ("post", "MistralInst2-7B-U (5-shot)"),
+    "llama2_7b_u_10shot": ("post", "Llama2-7B-U (10-shot)"),
+    "mistral_7b_u_10shot": ("post", "MistralInst2-7B-U (10-shot)"),
     "bert": ("post", "BERT"),
     "roberta": ("post", "RoBERTa"),
     "ffn_history": ("stream", "FFN History"),
     "swnu": ("stream", "SWNU"),
     "seqsignet": ("stream", "Seq-Sig-Net"),
     "bilstm": ("stream", "BiLSTM"),
+    "llama2_7b_s_5shot": ("stream", "Llama2-7B-S (5-shot)"),
+    "mistral_7b_s_5shot": ("stream", "MistralInst2-7B-S (5-shot)"),
+    "mistral_7b_s_10shot": ("stream", "MistralInst2-7B-S (10-shot)"),
     "tempoformer": ("stream", "TempoFormer"),
     "tempoformer_no_temporal_rope": ("stream", "-Temporal RoPE"),
     "tempoformer_no_rope": ("stream", "-RoPE MHA"),
@@ -32,7 +49,51 @@ MODEL_ORDER = {
     "tempoformer_no_gate_norm": ("stream", "-Gate&Norm"),
     "robert": ("stream", "RoBERT"),
     "rotempoformer": ("stream", "RoTempoFormer"),
+    "tempoformer_roberta": ("stream", "TempoFormer (RoBERTa)"),
 }
+# The rows of each table, by model entry name. Table 2 also gets any model we ran that no
+# table names; Table 11 has one row per window of `tempoformer`.
+TABLE_MODELS = {
+    2: list(MODEL_ORDER)[:15],  # random .. tempoformer
+    3: ["tempoformer", "tempoformer_no_temporal_rope", "tempoformer_no_rope",
+        "tempoformer_no_stream_embeddings", "tempoformer_no_gate_norm"],
+    4: ["tempoformer", "robert", "rotempoformer"],
+    6: ["bert", "roberta", "tempoformer", "tempoformer_roberta"],
+}
+PAPER_ROW = {6: {"tempoformer": "TempoFormer (BERT)"}}  # where the paper names a row otherwise
+TITLES = {
+    2: "Table 2: change detection, test F1 (%) per class and macro-averaged",
+    3: "Table 3: TempoFormer ablations, one component removed at a time, test F1 (%)",
+    4: "Table 4: recurrence-based models (RoBERT, RoTempoFormer) and TempoFormer, test F1 (%)",
+    6: "Table 6: BERT vs RoBERTa as the base model, test F1 (%)",
+    11: "Table 11: TempoFormer test F1 (%) per window size",
+}
+POOLED = "macro (pooled)"
+STATS_NOTE = (
+    "Ours: test F1 (%), mean ± standard deviation over all (fold, seed) runs; "
+    f"'{POOLED}' is macro-F1 over the folds' pooled test predictions, mean ± standard deviation "
+    "over seeds. '(paper)': the number printed in the paper (mean over seeds 0, 1, 12, 123 and "
+    "5 folds). 'not run': the config has no run of that row."
+)
+
+
+@dataclass
+class Dataset:
+    name: str
+    labels: list[str]
+    paper_column: str | None = None
+
+
+def datasets_from_spec(spec: dict) -> list[Dataset]:
+    """{name: {"labels": [...], "paper_column": "LRS" | null}} (the rule's JSON) → datasets."""
+    datasets = []
+    for name, entry in spec.items():
+        column = entry.get("paper_column")
+        if column is not None and column not in paper_numbers.PAPER_COLUMNS:
+            raise ValueError(f"dataset {name}: paper_column {column!r} is not one of "
+                             f"{list(paper_numbers.PAPER_COLUMNS)} or null")
+        datasets.append(Dataset(name, list(entry["labels"]), column))
+    return datasets
 
 
 def load_runs(metric_paths: list[str | Path]) -> pl.DataFrame:
@@ -40,6 +101,9 @@ def load_runs(metric_paths: list[str | Path]) -> pl.DataFrame:
     rows = []
     for path in metric_paths:
         m = json.loads(Path(path).read_text())
+        missing = [k for k in ("dataset", "model", "window", "fold", "seed", "test", "dev_macro") if k not in m]
+        if missing:
+            raise ValueError(f"{path}: not a run's metrics file, missing {missing}")
         for label, f1 in m["test"].items():
             rows.append({
                 "dataset": m["dataset"], "model": m["model"], "window": m["window"],
@@ -51,6 +115,27 @@ def load_runs(metric_paths: list[str | Path]) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def pooled_predictions(metric_paths: list[str], labels: list[str]) -> pl.DataFrame:
+    """The test predictions of several folds' runs (their predictions.parquet beside each
+    metrics.json) in one frame sorted by post row, labels as integer codes gold/pred."""
+    frames = []
+    for path in sorted(metric_paths):
+        file = Path(path).with_name("predictions.parquet")
+        frame = pl.read_parquet(file)
+        missing = {"row", "gold", "pred"} - set(frame.columns)
+        if missing:
+            raise ValueError(f"{file}: missing column(s) {sorted(missing)}")
+        unknown = (set(frame["gold"]) | set(frame["pred"])) - set(labels)
+        if unknown:
+            raise ValueError(f"{file}: labels {sorted(unknown)} are not in {labels}")
+        frames.append(frame.select("row", "gold", "pred"))
+    index = {label: i for i, label in enumerate(labels)}
+    pooled = pl.concat(frames).with_columns(pl.col("gold", "pred").replace_strict(index, return_dtype=pl.Int64))
+    if pooled["row"].is_duplicated().any():
+        raise ValueError(f"runs {sorted(metric_paths)} predict some post twice: folds overlap")
+    return pooled.sort("row")
+
+
 def pooled_macro(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:
     """Macro-F1 of the folds' test predictions pooled per (dataset, model, window, seed)."""
     out = []
@@ -58,21 +143,19 @@ def pooled_macro(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFra
     for (dataset, model, window, seed), group in keys.group_by(
         "dataset", "model", "window", "seed", maintain_order=True
     ):
-        preds = pl.concat(
-            [pl.read_parquet(Path(p).with_name("predictions.parquet"), columns=["gold", "pred"])
-             for p in group["path"].sort()]
-        )
-        index = {label: i for i, label in enumerate(labels[dataset])}
-        gold = preds["gold"].replace_strict(index).to_numpy()
-        pred = preds["pred"].replace_strict(index).to_numpy()
-        macro = f1_scores(gold, pred, labels[dataset])["macro"]
+        preds = pooled_predictions(group["path"].to_list(), labels[dataset])
+        macro = f1_scores(preds["gold"].to_numpy(), preds["pred"].to_numpy(), labels[dataset])["macro"]
         out.append({"dataset": dataset, "model": model, "window": window, "seed": seed,
                     "pooled_macro": 100 * macro})
     return pl.DataFrame(out)
 
 
 def summarise(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:
-    """Long table: dataset, model, window, label, mean, std, runs (+ pooled rows)."""
+    """Long table: dataset, model, window, label, mean, std, runs, dev_macro, best (the window
+    with the best mean dev macro-F1 of its (dataset, model); ties: the smaller window)."""
+    unknown = set(runs["dataset"]) - set(labels)
+    if unknown:
+        raise ValueError(f"runs of dataset(s) {sorted(unknown)}, which the config does not list")
     stats = runs.group_by("dataset", "model", "window", "label").agg(
         pl.col("f1").mean().alias("mean"),
         pl.col("f1").std(ddof=1).fill_null(0.0).alias("std"),
@@ -80,7 +163,7 @@ def summarise(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:
         pl.col("dev_macro").mean().alias("dev_macro"),
     )
     pooled = pooled_macro(runs, labels).group_by("dataset", "model", "window").agg(
-        pl.lit("macro (pooled)").alias("label"),
+        pl.lit(POOLED).alias("label"),
         pl.col("pooled_macro").mean().alias("mean"),
         pl.col("pooled_macro").std(ddof=1).fill_null(0.0).alias("std"),
         pl.len().alias("runs"),
@@ -88,54 +171,178 @@ def summarise(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:
     dev = stats.filter(pl.col("label") == "macro").select("dataset", "model", "window", "dev_macro")
     pooled = pooled.join(dev, on=["dataset", "model", "window"])
     summary = pl.concat([stats, pooled.select(stats.columns)])
-    # Best window per (dataset, model) by mean dev macro-F1.
     best = (dev.sort("dev_macro", "window", descending=[True, False])
             .group_by("dataset", "model", maintain_order=True).first()
-            .select("dataset", "model", "window"))
-    return summary.join(best, on=["dataset", "model", "window"]).sort("dataset", "model", "label")
+            .select("dataset", "model", "window", pl.lit(True).alias("best")))
+    return (summary.join(best, on=["dataset", "model", "window"], how="left")
+            .with_columns(pl.col("best").fill_null(False))
+            .sort("dataset", "model", "window", "label"))
 
 
-def table2(summary: pl.DataFrame, labels: dict[str, list[str]]) -> tuple[str, pl.DataFrame]:
-    datasets = sorted(labels)
-    columns = [(d, label) for d in datasets for label in [*labels[d], "macro", "macro (pooled)"]]
-    cells = {(r["dataset"], r["model"], r["label"]): f"{r['mean']:.1f} ± {r['std']:.1f}"
-             for r in summary.iter_rows(named=True)}
-    windows = {(r["dataset"], r["model"]): r["window"] for r in summary.iter_rows(named=True)}
-    models = sorted(set(summary["model"]), key=lambda m: list(MODEL_ORDER).index(m)
-                    if m in MODEL_ORDER else len(MODEL_ORDER))
-    header = ["Level", "Model"] + [f"{d} {label}" for d, label in columns]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    csv_rows = []
-    for model in models:
-        level, name = MODEL_ORDER.get(model, ("stream", model))
-        values = [cells.get((d, model, label), "not run") for d, label in columns]
-        lines.append("| " + " | ".join([level, name, *values]) + " |")
-        for (d, label), value in zip(columns, values):
-            csv_rows.append({"level": level, "model": name, "dataset": d, "label": label,
-                             "window": windows.get((d, model)), "f1": value})
-    runs = summary.filter(pl.col("label") == "macro").select("dataset", "model", "window", "runs")
-    notes = [
-        "",
-        "Test F1 (%), mean ± standard deviation over all (fold, seed) runs; `macro (pooled)` is",
-        "macro-F1 over the five folds' pooled test predictions, mean ± std over seeds.",
-        "Stream models: window with the best mean dev macro-F1. Runs per cell: "
-        + ", ".join(f"{r['dataset']}/{r['model']} w{r['window']}: {r['runs']}"
-                    for r in runs.sort("dataset", "model").iter_rows(named=True)) + ".",
-    ]
-    return "\n".join(lines + notes) + "\n", pl.DataFrame(csv_rows)
+def row_label(model: str) -> tuple[str, str]:
+    """(level, label) of a model entry; a name no table knows is shown as itself."""
+    return MODEL_ORDER.get(model, ("stream", model))
 
 
-def aggregate(metric_paths: list[str | Path], labels: dict[str, list[str]], out_dir: str | Path):
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    summary = summarise(load_runs(metric_paths), labels)
-    markdown, csv = table2(summary, labels)
-    write_text_atomic(out_dir / "table2.md", "# Table 2: change detection, test F1 (%)\n\n" + markdown)
-    write_text_atomic(out_dir / "table2.csv", csv.write_csv())
+def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -> tuple[Table, pl.DataFrame]:
+    """Table 2, 3, 4, 6 or 11 as a Table (Markdown/LaTeX/HTML) and a long CSV frame (one row
+    per table row, dataset and label: window, mean, std, runs, our cell, the paper's number)."""
+    cells = {(r["dataset"], r["model"], r["window"], r["label"]): r for r in summary.iter_rows(named=True)}
+    best = {(r["dataset"], r["model"]): r["window"] for r in summary.filter("best").iter_rows(named=True)}
+    paper = paper_numbers.f1_numbers(number)
+    if number == 11:
+        windows = sorted({int(w) for w, _, _ in paper}
+                         | set(summary.filter(pl.col("model") == "tempoformer")["window"]))
+        rows = [([str(w)], "tempoformer", w, str(w)) for w in windows]
+        lead = ["Window"]
+    else:
+        models = table2_models(summary) if number == 2 else TABLE_MODELS[number]
+        lead = ["Level", "Model"] if number == 2 else ["Model"]
+        rows = []
+        for model in models:
+            level, label = row_label(model)
+            paper_row = PAPER_ROW.get(number, {}).get(model, label)
+            rows.append(([level, label] if number == 2 else [paper_row], model, None, paper_row))
+
+    header = list(lead)
+    columns = []  # (dataset, label, source)
+    for d in datasets:
+        for label in [*d.labels, "macro", POOLED]:
+            columns.append((d, label, "ours"))
+            header.append(f"{d.name} {label}")
+            if d.paper_column and label != POOLED:
+                columns.append((d, label, "paper"))
+                header.append(f"{d.name} {label} (paper)")
+    md_rows, csv_rows = [], []
+    for lead_cells, model, window, paper_row in rows:
+        line = list(lead_cells)
+        for d, label, source in columns:
+            if source == "paper":
+                value = paper.get((paper_row, d.paper_column, label))
+                line.append("–" if value is None else f"{value:.1f}")
+                continue
+            w = window if window is not None else best.get((d.name, model))
+            r = cells.get((d.name, model, w, label))
+            line.append("not run" if r is None else f"{r['mean']:.1f} ± {r['std']:.1f}")
+            csv_rows.append({
+                "table": number, "row": " ".join(lead_cells[-1:]), "model": model, "dataset": d.name,
+                "paper_column": d.paper_column, "label": label, "window": w,
+                "mean": None if r is None else r["mean"], "std": None if r is None else r["std"],
+                "runs": None if r is None else r["runs"], "ours": line[-1],
+                "paper": paper.get((paper_row, d.paper_column, label)) if d.paper_column else None,
+            })
+        md_rows.append(line)
+    schema = {"table": pl.Int64, "row": pl.String, "model": pl.String, "dataset": pl.String,
+              "paper_column": pl.String, "label": pl.String, "window": pl.Int64, "mean": pl.Float64,
+              "std": pl.Float64, "runs": pl.Int64, "ours": pl.String, "paper": pl.Float64}
+    notes = [STATS_NOTE, _paper_note(datasets)]
+    if number != 11:
+        notes.append(_window_note(summary, [m for _, m, _, _ in rows]))
+    table = Table(TITLES[number], header, md_rows, notes, label_columns=len(lead))
+    return table, pl.DataFrame(csv_rows, schema=schema)
+
+
+def _paper_note(datasets: list[Dataset]) -> str:
+    mapped = [f"{d.name} = the paper's {d.paper_column}" for d in datasets if d.paper_column]
+    if not mapped:
+        return "No dataset of this config reproduces one of the paper's, so no paper numbers are shown."
+    return (f"Paper columns: {'; '.join(mapped)} ({paper_numbers.CITATION}); '–': the paper has "
+            "no number there.")
+
+
+def _window_note(summary: pl.DataFrame, models: list[str]) -> str:
+    chosen = summary.filter(pl.col("best") & (pl.col("label") == "macro") & pl.col("model").is_in(models))
+    runs = ", ".join(f"{r['dataset']}/{r['model']} w{r['window']} ({r['runs']} run{'s' * (r['runs'] != 1)})"
+                     for r in chosen.sort("dataset", "model").iter_rows(named=True))
+    return ("Window: the one with the best mean dev macro-F1 per dataset and model (chosen on dev, "
+            f"never on test). Cells: {runs or 'none run'}.")
+
+
+def table2_models(summary: pl.DataFrame) -> list[str]:
+    """Table 2's rows: the paper's, then any model we ran that no table names."""
+    listed = {m for models in TABLE_MODELS.values() for m in models}
+    return TABLE_MODELS[2] + sorted(set(summary["model"]) - listed)
+
+
+def _seed_predictions(runs: pl.DataFrame, dataset: Dataset, model: str, window: int) -> dict[int, pl.DataFrame]:
+    """{seed: that seed's folds' test predictions pooled} of one (dataset, model, window)."""
+    chosen = runs.filter((pl.col("dataset") == dataset.name) & (pl.col("model") == model)
+                         & (pl.col("window") == window))
+    return {seed: pooled_predictions(group["path"].unique().to_list(), dataset.labels)
+            for (seed,), group in chosen.group_by("seed")}
+
+
+def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dataset],
+                       resamples: int = 1000, seed: int = 0) -> list[dict]:
+    """Per dataset: paired bootstrap of TempoFormer against the Table 2 baseline with the best
+    mean dev macro-F1, each at its best window, on pooled test predictions over the seeds both
+    ran. A dataset without TempoFormer or without a baseline gets no test."""
+    baselines = [m for m in table2_models(summary) if m != "tempoformer"]
+    best = summary.filter(pl.col("best") & (pl.col("label") == "macro"))
+    tests = []
+    for d in datasets:
+        mine = best.filter(pl.col("dataset") == d.name)
+        tempo = mine.filter(pl.col("model") == "tempoformer")
+        others = mine.filter(pl.col("model").is_in(baselines)).sort(
+            "dev_macro", "model", descending=[True, False])
+        if tempo.is_empty() or others.is_empty():
+            continue
+        baseline = others.row(0, named=True)
+        ours = _seed_predictions(runs, d, "tempoformer", tempo["window"][0])
+        theirs = _seed_predictions(runs, d, baseline["model"], baseline["window"])
+        seeds = sorted(set(ours) & set(theirs))
+        if not seeds:
+            continue
+        for s in seeds:
+            if not ours[s]["row"].equals(ours[seeds[0]]["row"]) or not theirs[s]["row"].equals(ours[seeds[0]]["row"]):
+                raise ValueError(f"{d.name}: tempoformer and {baseline['model']} (seed {s}) predict "
+                                 "different test posts; the paired test needs the same posts")
+        result = paired_bootstrap(ours[seeds[0]]["gold"].to_numpy(),
+                                  np.stack([ours[s]["pred"].to_numpy() for s in seeds]),
+                                  np.stack([theirs[s]["pred"].to_numpy() for s in seeds]),
+                                  len(d.labels), resamples, seed)
+        tests.append({"dataset": d.name, "window": tempo["window"][0], "baseline": baseline["model"],
+                      "baseline_window": baseline["window"], "seeds_tested": seeds, **result})
+    return tests
+
+
+def _significance_note(tests: list[dict]) -> str:
+    if not tests:
+        return "Significance: no dataset has both TempoFormer and a baseline run, so no test."
+    first = tests[0]
+    results = "; ".join(
+        f"{t['dataset']}: TempoFormer w{t['window']} vs {row_label(t['baseline'])[1]} w{t['baseline_window']}, "
+        f"difference {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
+    return (f"Significance (beyond the paper): paired bootstrap of TempoFormer against the baseline with "
+            f"the best mean dev macro-F1, on the folds' pooled test predictions; {first['resamples']} "
+            f"resamples of the test posts (seed {first['seed']}), the same resample for every seed, "
+            "comparing macro-F1 averaged over the seeds both ran; p = share of resamples in which "
+            f"TempoFormer is not better (ties count half). {results}.")
+
+
+def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str, list[str]],
+              out_dir: str | Path, figures_dir: str | Path | None = None,
+              resamples: int = 1000, seed: int = 0) -> pl.DataFrame:
+    """Tables 2, 3, 4, 6, 11 (md, tex, html, csv) under out_dir and Figure 3 under figures_dir."""
+    if isinstance(datasets, dict):  # {name: labels}: no paper columns
+        datasets = [Dataset(name, labels) for name, labels in datasets.items()]
+    labels = {d.name: d.labels for d in datasets}
+    runs = load_runs(metric_paths)
+    summary = summarise(runs, labels)
+    for number in (2, 3, 4, 6, 11):
+        table, csv = results_table(number, summary, datasets)
+        if number == 2:
+            tests = best_baseline_test(runs, summary, datasets, resamples, seed)
+            table.notes.append(_significance_note(tests))
+            p_values = pl.DataFrame(
+                [{"dataset": t["dataset"], "model": "tempoformer", "label": POOLED,
+                  "compared_with": t["baseline"], "p_value": t["p_value"]} for t in tests],
+                schema={"dataset": pl.String, "model": pl.String, "label": pl.String,
+                        "compared_with": pl.String, "p_value": pl.Float64})
+            csv = csv.join(p_values, on=["dataset", "model", "label"], how="left", maintain_order="left")
+        write_table(table, csv, out_dir, f"table{number}")
+    if figures_dir is not None:
+        from .figures import figure3
+
+        figure3(summary, datasets, Path(figures_dir) / "figure3.png")
     return summary
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
