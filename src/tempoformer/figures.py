@@ -39,7 +39,8 @@ def figure3(summary: pl.DataFrame, datasets, out_path: str | Path) -> Path:
         if not ours.height and not d.paper_column:
             ax.text(0.5, 0.5, "TempoFormer not run", ha="center", transform=ax.transAxes)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.suptitle("Figure 3: TempoFormer results for different window sizes")
     fig.tight_layout()
     out_path = Path(out_path)

@@ -225,7 +225,7 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
             r = cells.get((d.name, model, w, label))
             line.append("not run" if r is None else f"{r['mean']:.1f} ± {r['std']:.1f}")
             csv_rows.append({
-                "table": number, "row": " ".join(lead_cells[-1:]), "model": model, "dataset": d.name,
+                "table": number, "row": lead_cells[-1], "model": model, "dataset": d.name,
                 "paper_column": d.paper_column, "label": label, "window": w,
                 "mean": None if r is None else r["mean"], "std": None if r is None else r["std"],
                 "runs": None if r is None else r["runs"], "ours": line[-1],
