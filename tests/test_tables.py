@@ -125,10 +125,29 @@ def test_significance_in_table2(tmp_path):
                                    dev=0.1, model="random", window=1))  # better on test, worse on dev
     aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=200)
     table = (tmp_path / "tables" / "table2.md").read_text()
-    assert re.search(r"toy: TempoFormer w5 vs FFN History w5, difference \+50\.0 points, p = 0\.000", table)
+    assert re.search(r"toy: TempoFormer w5 vs FFN History w5 \(folds 0, 1; seeds 0, 1\), "
+                     r"difference \+50\.0 points, p = 0\.000", table)
     csv = pl.read_csv(tmp_path / "tables" / "table2.csv").filter(pl.col("p_value").is_not_null())
     assert csv.select("model", "label", "compared_with", "p_value").rows() == [
         ("tempoformer", "macro (pooled)", "ffn_history", 0.0)]
+
+
+def test_significance_on_the_runs_both_models_have(tmp_path):
+    # TempoFormer ran fold 0 seed 0 only (a CPU budget); FFN History all 2 folds x 2 seeds. The
+    # test compares them on fold 0's posts and seed 0: both right there, so the difference is 0.
+    gold = ["A", "B"] * 10
+    wrong = ["B", "A"] * 5 + ["A", "B"] * 5
+    paths = [write_run(tmp_path, 0, 0, gold, gold, {"A": 1, "B": 1, "macro": 1}, dev=0.9,
+                       model="tempoformer", window=5)]
+    for fold in (0, 1):
+        for seed in (0, 1):
+            pred = gold if fold == 0 else wrong
+            paths.append(write_run(tmp_path, fold, seed, gold, pred, {"A": 1, "B": 1, "macro": 1},
+                                   dev=0.6, model="ffn_history", window=5))
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=50)
+    table = (tmp_path / "tables" / "table2.md").read_text()
+    assert re.search(r"TempoFormer w5 vs FFN History w5 \(folds 0; seeds 0\), difference \+0\.0 points, "
+                     r"p = 0\.500", table)
 
 
 def test_macro_f1_counts_weighted_posts():

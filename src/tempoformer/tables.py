@@ -264,12 +264,29 @@ def table2_models(summary: pl.DataFrame) -> list[str]:
     return TABLE_MODELS[2] + sorted(set(summary["model"]) - listed)
 
 
-def _seed_predictions(runs: pl.DataFrame, dataset: Dataset, model: str, window: int) -> dict[int, pl.DataFrame]:
-    """{seed: that seed's folds' test predictions pooled} of one (dataset, model, window)."""
+def _seed_predictions(runs: pl.DataFrame, dataset: Dataset, model: str, window: int,
+                      folds: list[int]) -> dict[int, pl.DataFrame]:
+    """{seed: that seed's test predictions of `folds`, pooled} of one (dataset, model, window)."""
     chosen = runs.filter((pl.col("dataset") == dataset.name) & (pl.col("model") == model)
-                         & (pl.col("window") == window))
+                         & (pl.col("window") == window) & pl.col("fold").is_in(folds))
     return {seed: pooled_predictions(group["path"].unique().to_list(), dataset.labels)
             for (seed,), group in chosen.group_by("seed")}
+
+
+def _shared_runs(runs: pl.DataFrame, dataset: str, a: tuple[str, int], b: tuple[str, int]):
+    """(seeds, folds) that both (model, window) ran: a model run on fewer folds or seeds (a CPU
+    budget) is compared with the other on the same test posts only."""
+    def pairs(model, window):
+        chosen = runs.filter((pl.col("dataset") == dataset) & (pl.col("model") == model)
+                             & (pl.col("window") == window))
+        return set(chosen.select("fold", "seed").unique().iter_rows())
+
+    common = pairs(*a) & pairs(*b)
+    seeds = sorted({seed for _, seed in common})
+    if not seeds:
+        return [], []
+    folds = set.intersection(*({f for f, s in common if s == seed} for seed in seeds))
+    return seeds, sorted(folds)
 
 
 def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dataset],
@@ -288,11 +305,12 @@ def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list
         if tempo.is_empty() or others.is_empty():
             continue
         baseline = others.row(0, named=True)
-        ours = _seed_predictions(runs, d, "tempoformer", tempo["window"][0])
-        theirs = _seed_predictions(runs, d, baseline["model"], baseline["window"])
-        seeds = sorted(set(ours) & set(theirs))
+        seeds, folds = _shared_runs(runs, d.name, ("tempoformer", tempo["window"][0]),
+                                    (baseline["model"], baseline["window"]))
         if not seeds:
             continue
+        ours = _seed_predictions(runs, d, "tempoformer", tempo["window"][0], folds)
+        theirs = _seed_predictions(runs, d, baseline["model"], baseline["window"], folds)
         for s in seeds:
             if not ours[s]["row"].equals(ours[seeds[0]]["row"]) or not theirs[s]["row"].equals(ours[seeds[0]]["row"]):
                 raise ValueError(f"{d.name}: tempoformer and {baseline['model']} (seed {s}) predict "
@@ -302,7 +320,8 @@ def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list
                                   np.stack([theirs[s]["pred"].to_numpy() for s in seeds]),
                                   len(d.labels), resamples, seed)
         tests.append({"dataset": d.name, "window": tempo["window"][0], "baseline": baseline["model"],
-                      "baseline_window": baseline["window"], "seeds_tested": seeds, **result})
+                      "baseline_window": baseline["window"], "seeds_tested": seeds, "folds_tested": folds,
+                      **result})
     return tests
 
 
@@ -311,7 +330,8 @@ def _significance_note(tests: list[dict]) -> str:
         return "Significance: no dataset has both TempoFormer and a baseline run, so no test."
     first = tests[0]
     results = "; ".join(
-        f"{t['dataset']}: TempoFormer w{t['window']} vs {row_label(t['baseline'])[1]} w{t['baseline_window']}, "
+        f"{t['dataset']}: TempoFormer w{t['window']} vs {row_label(t['baseline'])[1]} w{t['baseline_window']} "
+        f"(folds {', '.join(map(str, t['folds_tested']))}; seeds {', '.join(map(str, t['seeds_tested']))}), "
         f"difference {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
     return (f"Significance (beyond the paper): paired bootstrap of TempoFormer against the baseline with "
             f"the best mean dev macro-F1, on the folds' pooled test predictions; {first['resamples']} "

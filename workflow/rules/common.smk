@@ -56,6 +56,9 @@ for _dataset, _spec in DATASETS.items():
     for _model in _spec["models"]:
         if _model not in MODELS:
             raise ValueError(f"config: datasets.{_dataset}.models names {_model!r}, which has no entry under models")
+        for _fold in MODELS[_model].get("folds", []):
+            if _fold >= config["n_folds"]:
+                raise ValueError(f"config: models.{_model}.folds has {_fold}; folds are 0..{config['n_folds'] - 1}")
         if model_type(_model) not in MODEL_CODE:
             raise ValueError(f"config: models.{_model}.type {model_type(_model)!r} is not one of {sorted(MODEL_CODE)}")
 
@@ -64,12 +67,21 @@ def run_dir(dataset, model, window, fold, seed):
     return f"{RESULTS}/{dataset}/runs/{model}/w{window}/fold{fold}/seed{seed}"
 
 
+def model_folds(model):
+    """Folds a model runs: all, or its `folds` (a CPU budget: the tables count the runs per cell)."""
+    return MODELS[model].get("folds", list(range(config["n_folds"])))
+
+
+def model_seeds(model):
+    return MODELS[model].get("seeds", config["seeds"])
+
+
 def all_runs():
     return [
         f"{run_dir(dataset, model, window, fold, seed)}/metrics.json"
         for dataset, spec in DATASETS.items()
         for model in spec["models"]
         for window in MODELS[model]["windows"]
-        for fold in range(config["n_folds"])
-        for seed in config["seeds"]
+        for fold in model_folds(model)
+        for seed in model_seeds(model)
     ]
