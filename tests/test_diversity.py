@@ -121,5 +121,8 @@ def test_table1_puts_the_papers_row_under_ours(make_posts, tmp_path):
     md = (tmp_path / "t" / "table1.md").read_text()
     assert "| tsmi | 3 | 2 | 1.5 (1.5) | 1m 0s (1m 0s) | 0.5 (0.5) |" in md
     assert "| TopicShift (paper) | 12,536 | 74 | 169.4 (153.5) | - | 60.5 (51.5) |" in md
+    write_table1({"lrs": tmp_path / "posts.parquet"}, {"lrs": ["M"]}, {"lrs": "LRS"}, tmp_path / "t")
+    md = (tmp_path / "t" / "table1.md").read_text()  # cells as the paper prints them: 13, not 13.0
+    assert "| LRS (paper) | 5,568 | 325 | 17.1 (13) | 1h 26m 40s (1m 39s) | 6.5 (0) |" in md
     with pytest.raises(ValueError, match="paper_column 'Twitter'"):
         write_table1({"tsmi": tmp_path / "posts.parquet"}, {"tsmi": ["M"]}, {"tsmi": "Twitter"}, tmp_path / "t")

@@ -25,11 +25,13 @@ PAPER_COLUMNS = ("LRS", "TalkLife", "TopicShift")
 CITATION = "Tseriotou et al., EMNLP 2024"
 
 
-def read_table(table: int) -> pl.DataFrame:
-    """The paper's table as printed (strings kept as strings, numbers as floats)."""
+def read_table(table: int, as_printed: bool = False) -> pl.DataFrame:
+    """The paper's table: strings kept as strings, numbers as floats; `as_printed`: every cell
+    as the text the paper prints (Table 1's median "13" stays "13", not 13.0)."""
     if table not in FILES:
         raise ValueError(f"the paper has no table {table} here; known: {sorted(FILES)}")
-    return pl.read_csv(PAPER_DIR / FILES[table], comment_prefix="#", infer_schema_length=None)
+    return pl.read_csv(PAPER_DIR / FILES[table], comment_prefix="#", infer_schema_length=None,
+                       infer_schema=not as_printed)
 
 
 def f1_numbers(table: int) -> dict[tuple[str, str, str], float]:
@@ -55,4 +57,4 @@ def dataset_rows(table: int) -> dict[str, dict]:
     """Tables 1 and 5: {paper column: that dataset's row as a dict}."""
     if table not in (1, 5):
         raise ValueError("dataset_rows reads Tables 1 and 5")
-    return {row["dataset"]: row for row in read_table(table).iter_rows(named=True)}
+    return {row["dataset"]: row for row in read_table(table, as_printed=table == 1).iter_rows(named=True)}
