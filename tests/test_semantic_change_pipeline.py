@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 import torch
 
-from tempoformer.semantic_change.cli import METHODS, main, register
+from tempoformer.cli import main
+from tempoformer.semantic_change.cli import METHODS, register
 from tempoformer.semantic_change.data import build_corpus, load_dataset
 from tempoformer.semantic_change.encoding import WordPieceEncoder
 from tempoformer.semantic_change.model import TemporalSpec, build_model, load_model, save_model

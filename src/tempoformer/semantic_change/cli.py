@@ -6,20 +6,21 @@ Wiring into the `tempoformer` command (src/tempoformer/cli.py, in build_parser):
     register_semantic_change(sub)
 
 adds `semantic-change-synthetic`, `semantic-change-train`, `semantic-change-score` and
-`semantic-change-tables`; `python -m tempoformer.semantic_change.cli ...` runs them standalone.
-Bad input raises InputError/ValueError, which tempoformer's main() turns into an error message.
+`semantic-change-tables`. Bad input raises InputError/ValueError, which tempoformer's main()
+turns into an error message.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+
+from ..cli import _json
+from ..render import write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +66,6 @@ def _spec(corpus, method: str, settings: dict):
     return TemporalSpec(periods=corpus.periods, time=m["time"], prepend=m["prepend"],
                         doc_counts=corpus.doc_counts(), backbone=settings.get("backbone", "minilm"),
                         **attention)
-
-
-def _write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def run_synthetic(output: str | os.PathLike, options: dict | None = None) -> Path:
@@ -158,7 +152,7 @@ def run_score(data: dict, name: str, method: str, settings: dict, seed: int, out
         "unscored": scores.filter(scores["score"].is_null()).select("target", "problem").to_dicts(),
         "corpus": corpus.summary(),
     }
-    _write_json(out / "metrics.json", metrics)
+    write_text_atomic(out / "metrics.json", json.dumps(metrics, indent=1, default=str) + "\n")
     log.info("%s/%s seed %d: Pearson %s, Spearman %s over %d targets (%d unscored)", name, method, seed,
              result["pearson"], result["spearman"], result["n_scored"], result["n_unscored"])
     return metrics
@@ -173,13 +167,6 @@ def run_tables(metrics: list[str | os.PathLike], out_dir: str | os.PathLike, dat
 
 
 # --------------------------------------------------------------------------- argparse
-
-
-def _json(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {error}") from None
 
 
 def register(sub) -> None:
@@ -218,22 +205,3 @@ def register(sub) -> None:
     p.add_argument("--backbone-label", default="MiniLM-L6")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=lambda a: run_tables(a.metrics, a.out_dir, a.datasets, a.backbone_label))
-
-
-def main(argv: list[str] | None = None) -> int:
-    from ..posts import InputError
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    parser = argparse.ArgumentParser(prog="tempoformer-semantic-change", description=__doc__)
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        args.func(args)
-    except (InputError, FileNotFoundError, ValueError) as error:
-        print(f"{args.command}: error: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
