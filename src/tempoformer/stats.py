@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from decimal import ROUND_HALF_UP, Decimal
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import polars as pl
@@ -190,17 +189,3 @@ def format_duration(seconds: float | None) -> str:
     while len(parts) > 1 and parts[0][0] == 0:  # drop leading zero units only
         parts.pop(0)
     return " ".join(f"{n}{unit}" for n, unit in parts)
-
-
-def write_table1(posts_paths: dict[str, str], minority: dict[str, list[str]], out_dir) -> str:
-    """Table 1 for several datasets ({name: posts.parquet}) as table1.md and table1.csv."""
-    from .posts import read_posts
-    from .tables import write_text_atomic
-
-    stats = {name: dataset_statistics(read_posts(path), minority[name]) for name, path in posts_paths.items()}
-    markdown, csv = table1(stats)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out_dir / "table1.md", "# Table 1: dataset statistics\n\n" + markdown)
-    write_text_atomic(out_dir / "table1.csv", csv.write_csv())
-    return markdown

@@ -22,7 +22,7 @@ import polars as pl
 
 from . import paper_numbers
 from .metrics import f1_scores
-from .render import Table, write_table, write_text_atomic  # noqa: F401  (stats.py imports it from here)
+from .render import Table, write_table
 from .significance import paired_bootstrap
 
 # Model entry name → (level, row label), in Table 2's row order. A config entry with one of
