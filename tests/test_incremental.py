@@ -101,3 +101,36 @@ def test_edited_model_module_reruns_its_jobs_and_nothing_upstream(repo_copy):
     runs = planned_train_jobs(after)
     assert len(runs) == 6 and all(run.startswith("tempoformer/") for run in runs), runs
     assert "Updated input files: " in after.stdout and "models/tempoformer.py" in after.stdout
+
+
+def test_raw_corpus_is_judged_by_content_not_mtime(tmp_path):
+    """A re-mounted or copied corpus (new mtimes, same bytes) reruns nothing; an edited byte
+    reruns the ingest."""
+    raw = tmp_path / "mi"
+    raw.mkdir()
+    header = ",Person,Conversation,Custom Tag,Custom Tag 2,Topic Description,Class\r\n"
+    conversation = raw / "3001.csv"
+    conversation.write_text(header + "0,A,Hi there.,,,,0\r\n1,B,Hello.,,,,2\r\n")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "results": "results", "seeds": [0], "n_folds": 2, "fold_seed": 0, "threads": 1,
+        "embedding_model": "minilm",
+        "datasets": {"mi": {"format": "topic_shift_mi", "path": str(raw), "labels": ["M", "R"],
+                            "dev_ratio": 0.25, "models": ["random"]}},
+        "models": {"random": {"windows": [1], "params": {}}},
+    }))
+    target = "results/mi/posts.parquet"
+    first = snakemake(tmp_path, config, target)
+    assert first.returncode == 0, first.stderr[-2000:]
+
+    later = time.time() + 60
+    for path in (raw, conversation):
+        os.utime(path, (later, later))
+    touched = snakemake(tmp_path, config, target, "-n")
+    assert touched.returncode == 0, touched.stderr[-2000:]
+    assert "Nothing to be done" in touched.stdout + touched.stderr
+
+    conversation.write_text(header + "0,A,Hi there!,,,,0\r\n1,B,Hello.,,,,2\r\n")
+    edited = snakemake(tmp_path, config, target, "-n")
+    assert edited.returncode == 0, edited.stderr[-2000:]
+    assert planned_jobs(edited) == {"ingest": 1}

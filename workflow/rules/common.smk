@@ -25,6 +25,33 @@ def code(*modules):
     return [os.path.join(PACKAGE, m) for m in modules]
 
 
+def external(paths):
+    """Data from outside the workflow (a config path): judged by content, not mtime.
+
+    A copied or re-mounted corpus gets new mtimes with the same bytes; by mtime alone that
+    would rerun every job downstream of it. So the path is `ancient` and the rule carries
+    `content_digest` of it as a param, which reruns the rule when a byte changes."""
+    return [ancient(p) for p in ([paths] if isinstance(paths, str) else paths)]
+
+
+def content_digest(paths):
+    """sha1 over every file under `paths` (relative names and bytes), in a stable order."""
+    import hashlib
+
+    digest = hashlib.sha1()
+    for root in [paths] if isinstance(paths, str) else paths:
+        if os.path.isfile(root):
+            files, base = [root], os.path.dirname(root)
+        else:
+            files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)
+            base = root
+        for path in files:
+            digest.update(os.path.relpath(path, base).encode() + b"\0")
+            with open(path, "rb") as handle:
+                digest.update(hashlib.sha1(handle.read()).digest())
+    return digest.hexdigest()
+
+
 # What each model type's training job runs, beyond the shared training code.
 MODEL_CODE = {
     "random": [],

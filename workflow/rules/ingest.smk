@@ -20,7 +20,12 @@ def raw_input(wildcards):
     spec = DATASETS[wildcards.dataset]
     if "synthetic" in spec:
         return f"{RESULTS}/raw/{wildcards.dataset}"
-    return spec.get("path") or []
+    return external(spec["path"]) if spec.get("path") else []
+
+
+def raw_digest(wildcards):
+    spec = DATASETS[wildcards.dataset]
+    return content_digest(spec["path"]) if spec.get("path") and "synthetic" not in spec else ""
 
 
 rule ingest:
@@ -35,6 +40,7 @@ rule ingest:
         fmt=lambda w: DATASETS[w.dataset]["format"],
         options=lambda w: json.dumps(DATASETS[w.dataset].get("options", {}), sort_keys=True),
         raw=lambda w, input: f"--input {input.raw}" if input.raw else "",
+        raw_digest=raw_digest,
     log:
         f"{RESULTS}/logs/{{dataset}}/ingest.log",
     shell:

@@ -42,11 +42,9 @@ def sc_data_spec(name):
     return json.dumps(spec)
 
 
-def sc_data_inputs(w):
-    """The files a dataset is read from: editing the truth or a corpus reruns its jobs."""
-    spec = SC_DATASETS[w.sc_dataset]
-    if sc_is_synthetic(w.sc_dataset):
-        return {"data": f"{sc_data_dir(w.sc_dataset)}/targets.txt"}
+def sc_external_files(name):
+    """The files a real dataset is read from (the release's truth, its corpora)."""
+    spec = SC_DATASETS[name]
     files = []
     if spec.get("release"):
         files += [f"{spec['release']}/targets.txt"]
@@ -54,8 +52,18 @@ def sc_data_inputs(w):
         from tempoformer.semantic_change.data import SMALL_CORPORA
 
         files += [f"{spec['small_dir']}/{spec['language']}/{f}" for f in SMALL_CORPORA[spec["language"]]["files"]]
-    files += [c for c in spec.get("corpora") or [] if os.path.isfile(c)]
-    return {"data": files}
+    return files + [c for c in spec.get("corpora") or [] if os.path.isfile(c)]
+
+
+def sc_data_inputs(w):
+    """The files a dataset is read from: editing the truth or a corpus reruns its jobs."""
+    if sc_is_synthetic(w.sc_dataset):
+        return {"data": f"{sc_data_dir(w.sc_dataset)}/targets.txt"}
+    return {"data": external(sc_external_files(w.sc_dataset))}
+
+
+def sc_data_digest(w):
+    return "" if sc_is_synthetic(w.sc_dataset) else content_digest(sc_external_files(w.sc_dataset))
 
 
 def sc_section(name, key):
@@ -108,6 +116,7 @@ rule semantic_change_train:
         f"{SC_RESULTS}/{{sc_dataset}}/{{sc_method}}/seed{{seed}}/model.pt",
     params:
         data=lambda w: sc_data_spec(w.sc_dataset),
+        data_digest=sc_data_digest,
         settings=lambda w: sc_settings(w.sc_dataset, "attention", "training"),
         device=sc_device(),
     threads: SC_THREADS
@@ -134,6 +143,7 @@ rule semantic_change_score:
         metrics=f"{SC_RESULTS}/{{sc_dataset}}/{{sc_method}}/seed{{seed}}/metrics.json",
     params:
         data=lambda w: sc_data_spec(w.sc_dataset),
+        data_digest=sc_data_digest,
         # A trained model carries its attention settings; untrained methods build theirs here.
         settings=lambda w: sc_settings(w.sc_dataset, "attention", "scoring"),
         model=lambda w, input: f"--model {input.model}" if "model" in input.keys() else "",
