@@ -100,6 +100,12 @@ def cmd_table5(args):
     write_table5(dict(zip(args.names, args.diversity)), args.paper_columns, args.out_dir)
 
 
+def cmd_grid_report(args):
+    from .grid_report import write_grid_report
+
+    write_grid_report(args.metrics, args.out, args.title, args.intro)
+
+
 def cmd_predict(args):
     from .predict import predict_file
 
@@ -209,6 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paper-columns", type=_json, default={}, help='{"dataset": "LRS" | null}')
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=cmd_table5)
+
+    p = sub.add_parser("grid-report", help="record of grid searches: every point's dev macro-F1 (Markdown)")
+    p.add_argument("--metrics", nargs="+", type=Path, required=True, help="metrics.json of grid-searched runs")
+    p.add_argument("--title", required=True)
+    p.add_argument("--intro", default="", help="a paragraph under the title")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=cmd_grid_report)
 
     from .semantic_change.cli import register as register_semantic_change
 
