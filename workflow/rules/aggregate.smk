@@ -3,9 +3,8 @@
 
 # Table 5's BERTScore and the significance test; a `diversity:` / `bootstrap:` config section
 # overrides these keys.
-DIVERSITY = {"backbone": "minilm", "layer": 5, "max_pairs": 1000, "max_tokens": 128, "seed": 0,
-             **config.get("diversity", {})}
-BOOTSTRAP = {"resamples": 1000, "seed": 0, **config.get("bootstrap", {})}
+DIVERSITY = config["diversity"]  # defaults filled in by the schema
+BOOTSTRAP = config["bootstrap"]
 PAPER_COLUMNS = json.dumps({name: spec.get("paper_column") for name, spec in DATASETS.items()}, sort_keys=True)
 
 
