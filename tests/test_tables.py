@@ -68,7 +68,7 @@ def test_best_window_chosen_on_dev(tmp_path):
     summary = aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables")
     assert set(summary.filter("best")["window"]) == {5}
     row = markdown_row((tmp_path / "tables" / "table2.md").read_text(), ["stream", "FFN History"])
-    assert row[4] == "50.0 ± 0.0"  # macro of window 5, not the better test score of window 20
+    assert row[4] == "50.0"  # macro of window 5, not the better test score of window 20; one run: no ±
 
 
 def test_paper_numbers_beside_ours_and_not_run_rows(tmp_path):
@@ -88,7 +88,7 @@ def test_paper_numbers_beside_ours_and_not_run_rows(tmp_path):
                            "lrs macro (paper)", "lrs macro (pooled)"]
     assert "toy A (paper)" not in header and "toy A" in header  # no paper column: ours only
     assert markdown_row(table2, ["stream", "TempoFormer"])[2:9] == [
-        "60.0 ± 0.0", "62.0", "80.0 ± 0.0", "75.9", "70.0 ± 0.0", "68.9", "100.0 ± 0.0"]
+        "60.0", "62.0", "80.0", "75.9", "70.0", "68.9", "100.0"]
     assert markdown_row(table2, ["stream", "BiLSTM"])[2:9] == [
         "not run", "60.7", "not run", "75.0", "not run", "67.8", "not run"]
     assert markdown_row(table2, ["post", "Llama2-7B-U (10-shot)"])[3] == "52.5"
@@ -96,10 +96,10 @@ def test_paper_numbers_beside_ours_and_not_run_rows(tmp_path):
     table3 = (out / "table3.md").read_text()
     assert markdown_row(table3, ["-Temporal RoPE"])[1:3] == ["not run", "62.0"]
     table6 = (out / "table6.md").read_text()  # the paper's Table 6 is TalkLife only
-    assert markdown_row(table6, ["TempoFormer (BERT)"])[1:3] == ["60.0 ± 0.0", "–"]
+    assert markdown_row(table6, ["TempoFormer (BERT)"])[1:3] == ["60.0", "–"]
     table11 = (out / "table11.md").read_text()
     assert markdown_row(table11, ["5"])[1:3] == ["not run", "55.0"]
-    assert markdown_row(table11, ["20"])[1:3] == ["60.0 ± 0.0", "62.0"]
+    assert markdown_row(table11, ["20"])[1:3] == ["60.0", "62.0"]
     assert "lrs = the paper's LRS" in table2
 
     csv = pl.read_csv(out / "table2.csv")

@@ -150,6 +150,13 @@ def pooled_macro(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFra
     return pl.DataFrame(out)
 
 
+def _cell(r: dict | None) -> str:
+    """mean ± std; a cell of a single run (or seed, when pooled) has no spread to show."""
+    if r is None:
+        return "not run"
+    return f"{r['mean']:.1f}" if r["runs"] == 1 else f"{r['mean']:.1f} ± {r['std']:.1f}"
+
+
 def summarise(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:
     """Long table: dataset, model, window, label, mean, std, runs, dev_macro, best (the window
     with the best mean dev macro-F1 of its (dataset, model); ties: the smaller window)."""
@@ -223,7 +230,7 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
                 continue
             w = window if window is not None else best.get((d.name, model))
             r = cells.get((d.name, model, w, label))
-            line.append("not run" if r is None else f"{r['mean']:.1f} ± {r['std']:.1f}")
+            line.append(_cell(r))
             csv_rows.append({
                 "table": number, "row": lead_cells[-1], "model": model, "dataset": d.name,
                 "paper_column": d.paper_column, "label": label, "window": w,
