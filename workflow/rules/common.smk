@@ -1,4 +1,5 @@
 # Input functions, wildcard constraints and paths shared by every stage.
+import functools
 import json
 import os
 
@@ -25,21 +26,31 @@ def code(*modules):
     return [os.path.join(PACKAGE, m) for m in modules]
 
 
+def _as_list(paths):
+    return [paths] if isinstance(paths, str) else list(paths)
+
+
 def external(paths):
     """Data from outside the workflow (a config path): judged by content, not mtime.
 
     A copied or re-mounted corpus gets new mtimes with the same bytes; by mtime alone that
     would rerun every job downstream of it. So the path is `ancient` and the rule carries
     `content_digest` of it as a param, which reruns the rule when a byte changes."""
-    return [ancient(p) for p in ([paths] if isinstance(paths, str) else paths)]
+    return [ancient(p) for p in _as_list(paths)]
 
 
 def content_digest(paths):
     """sha1 over every file under `paths` (relative names and bytes), in a stable order."""
+    return _content_digest(tuple(_as_list(paths)))
+
+
+@functools.lru_cache(maxsize=None)
+def _content_digest(paths):
+    # Every job of a dataset asks for the same digest while the DAG is built: read the files once.
     import hashlib
 
     digest = hashlib.sha1()
-    for root in [paths] if isinstance(paths, str) else paths:
+    for root in paths:
         if os.path.isfile(root):
             files, base = [root], os.path.dirname(root)
         else:
