@@ -22,6 +22,7 @@ Prints a row per (fold, seed) and the means.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -67,8 +68,9 @@ def reduce_embeddings(embeddings: np.ndarray, method: str, dim: int, cache: Path
 
         reduced = PCA(n_components=dim, random_state=42).fit_transform(embeddings)
     print(f"{method}-{dim} of {embeddings.shape} fitted in {time.time() - start:.0f} s", flush=True)
-    np.save(cache, reduced.astype(np.float32))
-    return np.load(cache)
+    reduced = reduced.astype(np.float32)
+    np.save(cache, reduced)
+    return reduced
 
 
 def main() -> None:
@@ -95,13 +97,18 @@ def main() -> None:
     reduced = torch.from_numpy(reduce_embeddings(
         embeddings, args.method, args.dim, root / f"sbert_{args.method}{args.dim}.npy"))
 
+    @functools.cache
+    def fold_data(fold: int, labels: tuple[str, ...]):
+        # The 4 seeds of a fold share its posts, split, windows and embeddings: read them once.
+        return load_run_data(root / "posts.parquet", root / "folds.parquet", fold, list(labels),
+                             root / f"streams_w{args.window}.parquet", root / "sbert.npy")
+
     print("fold seed | committed | pipeline SWNU | reduced path | seconds")
     rows = []
     for index, metrics_path in enumerate(runs):
         committed = json.loads(metrics_path.read_text())
         fold, seed, labels, hp = committed["fold"], committed["seed"], committed["labels"], committed["selected"]
-        data = load_run_data(root / "posts.parquet", root / "folds.parquet", fold, labels,
-                             root / f"streams_w{args.window}.parquet", root / "sbert.npy")
+        data = fold_data(fold, tuple(labels))
         full_batch = stream_batcher(data)
 
         def reduced_batch(batch_rows):
