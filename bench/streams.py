@@ -6,9 +6,9 @@ few unlabelled posts) as a Parquet file in the `generic` format, with its own co
 rows shuffled out of time order, so the reader has to map, parse, sort and number everything.
 Then, for each window size, a fresh child process runs what the pipeline runs:
 
-    posts = tempoformer.ingest.ingest("generic", file, columns=...)      # "ingest s"
-    streams = tempoformer.windows.build_windows(posts, w)                # \
-    tempoformer.posts.write_parquet_atomic(streams, out)                 # / "windows s"
+    posts = tempoformer.data.ingest.ingest("generic", file, columns=...)      # "ingest s"
+    streams = tempoformer.data.windows.build_windows(posts, w)                # \
+    tempoformer.data.posts.write_parquet_atomic(streams, out)                 # / "windows s"
 
 and the parent reads the child's peak RSS from os.wait4 (ru_maxrss of that child alone), so
 each window's memory is measured on its own. "process s" is the child's whole wall time,
@@ -100,9 +100,9 @@ def child(input_file: str, window: int, output: str) -> None:
     # (another benchmark) that would shadow the package: import the installed package.
     here = Path(__file__).resolve().parent
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
-    from tempoformer.ingest import ingest
-    from tempoformer.posts import write_parquet_atomic
-    from tempoformer.windows import build_windows
+    from tempoformer.data.ingest import ingest
+    from tempoformer.data.posts import write_parquet_atomic
+    from tempoformer.data.windows import build_windows
     t1 = time.perf_counter()
     posts = ingest("generic", input_file, dataset="bench", columns=COLUMNS)
     t2 = time.perf_counter()

@@ -64,11 +64,11 @@ class Bench:
         import torch
         from transformers import AutoTokenizer
 
-        from tempoformer.embed import backbone_path
-        from tempoformer.ingest import ingest
-        from tempoformer.losses import focal_alpha
-        from tempoformer.training import TrainSettings, batches
-        from tempoformer.windows import build_windows
+        from tempoformer.data.embed import backbone_path
+        from tempoformer.data.ingest import ingest
+        from tempoformer.training.losses import focal_alpha
+        from tempoformer.training.loop import TrainSettings, batches
+        from tempoformer.data.windows import build_windows
 
         torch.set_num_threads(args.threads)
         self.args, self.w, self.T = args, args.window, args.max_tokens
@@ -97,8 +97,8 @@ class Bench:
         import torch
 
         from tempoformer.models.tempoformer import collate_windows
-        from tempoformer.train import time_feature
-        from tempoformer.windows import window_arrays
+        from tempoformer.training.run import time_feature
+        from tempoformer.data.windows import window_arrays
 
         window_rows, valid, log_gap = window_arrays(self.streams, rows)
         batch = collate_windows(self.token_ids, window_rows, valid,
@@ -115,7 +115,7 @@ class Bench:
         """A fresh model (seeded: every trainer starts from the same weights) and its step(rows)."""
         import torch
 
-        from tempoformer.losses import focal_loss
+        from tempoformer.training.losses import focal_loss
         from tempoformer.models.tempoformer import TempoFormer, TempoFormerConfig
 
         torch.manual_seed(self.args.seed)

@@ -30,12 +30,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tempoformer.losses import focal_alpha
-from tempoformer.metrics import f1_scores
+from tempoformer.training.losses import focal_alpha
+from tempoformer.training.metrics import f1_scores
 from tempoformer.models.swnu import SWNU, SWNUnit, previous_gap
-from tempoformer.train import load_run_data, stream_batcher
-from tempoformer.training import TrainSettings, fit, predict_proba
-from tempoformer.windows import window_arrays
+from tempoformer.training.run import load_run_data, stream_batcher
+from tempoformer.training.loop import TrainSettings, fit, predict_proba
+from tempoformer.data.windows import window_arrays
 
 
 class ReducedPathSWNU(SWNU):

@@ -16,7 +16,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 @pytest.fixture
 def make_posts():
     """Canonical post table from {timeline: [(seconds or None, label), ...]}."""
-    from tempoformer.posts import posts_from_records
+    from tempoformer.data.posts import posts_from_records
 
     def make(timelines: dict, dataset: str = "toy"):
         start = datetime(2020, 1, 1, tzinfo=timezone.utc)

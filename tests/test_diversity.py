@@ -4,8 +4,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tempoformer.dataset_tables import write_table1, write_table5
-from tempoformer.diversity import (
+from tempoformer.reporting.dataset_tables import write_table1, write_table5
+from tempoformer.reporting.diversity import (
     bertscore_f1, dataset_diversity, mean_pairwise_cosine, outlier_distance, sample_pairs,
 )
 

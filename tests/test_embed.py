@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tempoformer.embed import embed_posts, embed_texts
+from tempoformer.data.embed import embed_posts, embed_texts
 
 
 class CountingEncoder:

@@ -2,7 +2,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tempoformer.folds import make_folds, split_rows
+from tempoformer.data.folds import make_folds, split_rows
 
 
 @pytest.fixture

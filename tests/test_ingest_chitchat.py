@@ -6,8 +6,8 @@ import logging
 import polars as pl
 import pytest
 
-from tempoformer.ingest import chitchat, ingest
-from tempoformer.posts import InputError
+from tempoformer.data.ingest import chitchat, ingest
+from tempoformer.data.posts import InputError
 
 
 def utt(sender, time, text):
@@ -50,7 +50,7 @@ def timelines(df):
 
 
 def test_hand_checked_labels_and_order(corpus, caplog):
-    with caplog.at_level(logging.INFO, logger="tempoformer.ingest.chitchat"):
+    with caplog.at_level(logging.INFO, logger="tempoformer.data.ingest.chitchat"):
         df = chitchat.read(corpus)
     assert timelines(df) == EXPECTED
     assert "skipped 1 utterance(s) with empty text" in caplog.text
@@ -61,7 +61,7 @@ def test_hand_checked_labels_and_order(corpus, caplog):
 
 
 def test_options(corpus, caplog):
-    with caplog.at_level(logging.INFO, logger="tempoformer.ingest.chitchat"):
+    with caplog.at_level(logging.INFO, logger="tempoformer.data.ingest.chitchat"):
         df = chitchat.read(corpus, max_timelines=2, max_posts_per_timeline=2)
     assert timelines(df) == {"A": EXPECTED["A"][:2], "B": EXPECTED["B"]}
     assert "cut 3 post(s)" in caplog.text and "first 2 of 3 senders" in caplog.text

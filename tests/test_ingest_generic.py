@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 import polars as pl
 import pytest
 
-from tempoformer.ingest import READERS, generic, ingest
-from tempoformer.posts import InputError
+from tempoformer.data.ingest import READERS, generic, ingest
+from tempoformer.data.posts import InputError
 
 COLUMNS = {"timeline_id": "user", "post_id": "id", "timestamp": "time", "text": "body",
            "label": "y"}

@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tempoformer.ingest import READERS, ingest, lrs
-from tempoformer.ingest.synthetic_lrs import write_synthetic_lrs
-from tempoformer.posts import InputError
+from tempoformer.data.ingest import READERS, ingest, lrs
+from tempoformer.data.ingest.synthetic_lrs import write_synthetic_lrs
+from tempoformer.data.posts import InputError
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rumoureval2017"
 
@@ -185,7 +185,7 @@ def test_release_tree_bare_tree_and_conversations_json_agree(tmp_path, caplog):
     assert test["dataset"].unique().to_list() == ["x"]
     assert test["post_id"].to_list() == [t["id"] for t in c]
     # Annotations of tweets that are not in the tree read are counted in the log.
-    with caplog.at_level(logging.INFO, logger="tempoformer.ingest.lrs"):
+    with caplog.at_level(logging.INFO, logger="tempoformer.data.ingest.lrs"):
         lrs.read(tmp_path / "release" / "semeval2017-task8-test-data",
                  annotations=sorted((tmp_path / "release").rglob("*subtaskA*.json")))
     assert f"{len(a) + len(b)} annotated tweet(s) have no tweet file here" in caplog.text

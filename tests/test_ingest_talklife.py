@@ -2,8 +2,8 @@
 
 import pytest
 
-from tempoformer.ingest import ingest, talklife
-from tempoformer.posts import InputError
+from tempoformer.data.ingest import ingest, talklife
+from tempoformer.data.posts import InputError
 
 HEADER = "timeline_id,post_id,datetime,content,label\n"
 ROWS = [

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tempoformer.ingest import ingest, topic_shift_mi
-from tempoformer.posts import InputError
+from tempoformer.data.ingest import ingest, topic_shift_mi
+from tempoformer.data.posts import InputError
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "topic_shift_mi"
 HEADER = ",Person,Conversation,Custom Tag,Custom Tag 2,Topic Description,Class\r\n"
@@ -36,7 +36,7 @@ def folder(tmp_path):
 
 
 def test_reads_sorted_files_ordered_rows_and_maps_classes(folder, caplog):
-    with caplog.at_level(logging.INFO, logger="tempoformer.ingest.topic_shift_mi"):
+    with caplog.at_level(logging.INFO, logger="tempoformer.data.ingest.topic_shift_mi"):
         df = ingest("topic_shift_mi", folder)
     assert df["timeline_id"].to_list() == ["2999", "3001", "3001", "3001", "3001"]
     assert df["post_id"].to_list() == ["2999:0", "3001:0", "3001:1", "3001:2", "3001:5"]

@@ -16,8 +16,8 @@ from tempoformer.llm.prompts import (
     sample_shots,
     shot_counts,
 )
-from tempoformer.train import RunData
-from tempoformer.windows import build_windows
+from tempoformer.training.run import RunData
+from tempoformer.data.windows import build_windows
 
 LABELS = ["Sw", "N-Sw"]
 

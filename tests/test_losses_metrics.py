@@ -3,8 +3,8 @@ import math
 import numpy as np
 import torch
 
-from tempoformer.losses import focal_alpha, focal_loss
-from tempoformer.metrics import f1_scores
+from tempoformer.training.losses import focal_alpha, focal_loss
+from tempoformer.training.metrics import f1_scores
 
 
 def test_focal_alpha_and_loss_hand_computed():

@@ -4,14 +4,14 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
-from tempoformer.losses import focal_alpha, focal_loss
+from tempoformer.training.losses import focal_alpha, focal_loss
 from tempoformer.models.post_transformer import (
     PostTransformer,
     PostTransformerConfig,
     pad_batch,
     post_transformer_setup,
 )
-from tempoformer.train import RunData
+from tempoformer.training.run import RunData
 
 C = 3
 

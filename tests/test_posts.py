@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tempoformer.ingest import generic
-from tempoformer.posts import (
+from tempoformer.data.ingest import generic
+from tempoformer.data.posts import (
     POST_SCHEMA, InputError, posts_from_records, read_posts, validate_posts, write_parquet_atomic,
 )
 

@@ -19,11 +19,11 @@ import pytest
 import torch
 
 from conftest import REPO
-from tempoformer.export import load_trained, save_trained
+from tempoformer.serving.saved_model import load_trained, save_trained
 from tempoformer.models.tempoformer import TempoFormer, TempoFormerConfig, collate_windows
-from tempoformer.posts import posts_from_records
-from tempoformer.predict import StreamInputError, StreamScorer, predict_stream, score_stream
-from tempoformer.windows import build_windows, window_arrays
+from tempoformer.data.posts import posts_from_records
+from tempoformer.serving.predict import StreamInputError, StreamScorer, predict_stream, score_stream
+from tempoformer.data.windows import build_windows, window_arrays
 
 LABELS = ["New", "Cont"]
 WINDOW, MAX_TOKENS = 3, 16

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tempoformer.posts import InputError
+from tempoformer.data.posts import InputError
 from tempoformer.semantic_change.data import load_dataset, read_release, read_small_corpora
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "semeval2020_task1"

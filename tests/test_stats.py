@@ -7,8 +7,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tempoformer.ingest import ingest
-from tempoformer.stats import (
+from tempoformer.data.ingest import ingest
+from tempoformer.reporting.dataset_stats import (
     CSV_COLUMNS, dataset_statistics, format_duration, format_mean, format_median, table1,
 )
 

@@ -5,9 +5,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tempoformer.render import Table
-from tempoformer.significance import macro_f1, paired_bootstrap
-from tempoformer.tables import Dataset, aggregate
+from tempoformer.reporting.render import Table
+from tempoformer.reporting.significance import macro_f1, paired_bootstrap
+from tempoformer.reporting.tables import Dataset, aggregate
 
 
 def write_run(root, fold, seed, gold, pred, scores, dev=0.5, model="random", window=1, dataset="toy", rows=None):

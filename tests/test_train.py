@@ -4,10 +4,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tempoformer.folds import make_folds
-from tempoformer.posts import write_parquet_atomic
-from tempoformer.train import run_training
-from tempoformer.windows import build_windows
+from tempoformer.data.folds import make_folds
+from tempoformer.data.posts import write_parquet_atomic
+from tempoformer.training.run import run_training
+from tempoformer.data.windows import build_windows
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def dies_in_epoch_three(predict_proba):
 
 
 def test_killed_run_resumes_to_the_same_metrics(toy_run, monkeypatch):
-    import tempoformer.training as training
+    import tempoformer.training.loop as training
 
     params = {"epochs": 6, "batch_size": 16, "patience": 10, "grid": {"lr": [1e-3], "hidden_dims": [[16, 16]]}}
     uninterrupted = train(toy_run, "ffn_history", 3, params, out="whole")
@@ -97,7 +97,7 @@ def test_killed_run_resumes_to_the_same_metrics(toy_run, monkeypatch):
 
 
 def test_checkpoint_of_other_settings_is_not_resumed(toy_run, monkeypatch):
-    import tempoformer.training as training
+    import tempoformer.training.loop as training
 
     a = {"epochs": 6, "batch_size": 16, "grid": {"lr": [1e-2], "hidden_dims": [[16, 16]]}}
     b = {**a, "grid": {"lr": [1e-3], "hidden_dims": [[16, 16]]}}

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import polars as pl
 
-from tempoformer.windows import build_windows, window_arrays
+from tempoformer.data.windows import build_windows, window_arrays
 
 
 def test_windows_hand_computed(make_posts):

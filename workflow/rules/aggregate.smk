@@ -17,13 +17,13 @@ def table_files(n):
 
 
 def paper_csv(*tables):
-    return code(*(f"data/paper/tempoformer_table{t}.csv" for t in tables))
+    return code(*(f"reporting/paper/tempoformer_table{t}.csv" for t in tables))
 
 
 rule aggregate:
     input:
         metrics=all_runs(),
-        code=code("tables.py", "metrics.py", "render.py", "paper_numbers.py", "significance.py", "figures.py"),
+        code=code("reporting/tables.py", "training/metrics.py", "reporting/render.py", "reporting/paper_numbers.py", "reporting/significance.py", "reporting/figures.py"),
         paper=paper_csv("2", "3_ablations", "4_recurrence", "6_roberta", "11_window"),
     output:
         **table_files(2),
@@ -49,7 +49,7 @@ rule aggregate:
 rule table1:
     input:
         posts=expand(f"{RESULTS}/{{dataset}}/posts.parquet", dataset=DATASETS),
-        code=code("dataset_tables.py", "stats.py", "render.py", "paper_numbers.py"),
+        code=code("reporting/dataset_tables.py", "reporting/dataset_stats.py", "reporting/render.py", "reporting/paper_numbers.py"),
         paper=paper_csv("1_datasets"),
     output:
         **table_files(1),
@@ -70,7 +70,7 @@ rule diversity:
         posts=f"{RESULTS}/{{dataset}}/posts.parquet",
         embeddings=f"{RESULTS}/{{dataset}}/sbert.npy",
         folds=f"{RESULTS}/{{dataset}}/folds.parquet",
-        code=code("diversity.py", "folds.py", "embed.py"),
+        code=code("reporting/diversity.py", "data/folds.py", "data/embed.py"),
     output:
         f"{RESULTS}/{{dataset}}/diversity.json",
     params:
@@ -88,7 +88,7 @@ rule diversity:
 rule table5:
     input:
         diversity=expand(f"{RESULTS}/{{dataset}}/diversity.json", dataset=DATASETS),
-        code=code("dataset_tables.py", "render.py", "paper_numbers.py"),
+        code=code("reporting/dataset_tables.py", "reporting/render.py", "reporting/paper_numbers.py"),
         paper=paper_csv("5_diversity"),
     output:
         **table_files(5),

@@ -75,7 +75,7 @@ MODEL_CODE = {
     "seqsignet": ["models/seqsignet.py", "models/swnu.py", "models/signature.py"],
     "tempoformer": ["models/tempoformer.py", "models/rotary.py", "models/padding.py"],
 }
-TRAIN_CODE = ["train.py", "training.py", "losses.py", "metrics.py", "device.py"]
+TRAIN_CODE = ["training/run.py", "training/loop.py", "training/losses.py", "training/metrics.py", "device.py"]
 EMBEDDING_MODELS = {"ffn_history", "bilstm", "swnu", "seqsignet"}
 WINDOW_MODELS = EMBEDDING_MODELS | {"tempoformer", "llm"}
 GPU_MODELS = {"tempoformer", "bert", "roberta", "llm"}

@@ -4,7 +4,7 @@
 rule embed:
     input:
         posts=f"{RESULTS}/{{dataset}}/posts.parquet",
-        code=code("embed.py"),
+        code=code("data/embed.py"),
     output:
         f"{RESULTS}/{{dataset}}/sbert.npy",
     params:

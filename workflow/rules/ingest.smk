@@ -8,7 +8,7 @@ rule synthetic_lrs:
         n_threads=lambda w: DATASETS[w.dataset]["synthetic"]["n_threads"],
         seed=lambda w: DATASETS[w.dataset]["synthetic"]["seed"],
     input:
-        code("ingest/synthetic_lrs.py"),
+        code("data/ingest/synthetic_lrs.py"),
     log:
         f"{RESULTS}/logs/{{dataset}}/synthetic_lrs.log",
     shell:
@@ -32,7 +32,7 @@ rule ingest:
     input:
         raw=raw_input,
         code=lambda w: code(
-            "posts.py", "ingest/__init__.py", f"ingest/{DATASETS[w.dataset]['format']}.py"
+            "data/posts.py", "data/ingest/__init__.py", f"data/ingest/{DATASETS[w.dataset]['format']}.py"
         ),
     output:
         f"{RESULTS}/{{dataset}}/posts.parquet",

@@ -12,8 +12,8 @@ SC_SEEDS = SC.get("seeds", [0])
 SC_THREADS = SC.get("threads", config.get("threads", 1))
 # Keys of a dataset entry that are not part of the reader's spec.
 SC_DATASET_EXTRA = ("paper_column", "synthetic", "training", "scoring", "attention")
-SC_READ_CODE = ["posts.py", "semantic_change/__init__.py", "semantic_change/data.py",
-                "semantic_change/synthetic.py", "semantic_change/cli.py", "device.py", "embed.py"]
+SC_READ_CODE = ["data/posts.py", "semantic_change/__init__.py", "semantic_change/data.py",
+                "semantic_change/synthetic.py", "semantic_change/cli.py", "device.py", "data/embed.py"]
 SC_MODEL_CODE = ["semantic_change/model.py", "semantic_change/attention.py", "semantic_change/encoding.py"]
 
 for _m in SC_METHODS:
@@ -161,7 +161,7 @@ rule semantic_change_score:
 rule semantic_change_tables:
     input:
         metrics=sc_all_metrics(),
-        code=code("semantic_change/tables.py", "semantic_change/paper_numbers.csv", "semantic_change/cli.py", "render.py"),
+        code=code("semantic_change/tables.py", "semantic_change/paper_numbers.csv", "semantic_change/cli.py", "reporting/render.py"),
     output:
         expand(f"{TABLES}/temporal_attention_table{{n}}.{{ext}}", n=(2, 3, 4), ext=("md", "csv", "tex")),
         # the HTML rendering goes into `snakemake --report`

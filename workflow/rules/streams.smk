@@ -4,7 +4,7 @@
 rule windows:
     input:
         posts=f"{RESULTS}/{{dataset}}/posts.parquet",
-        code=code("windows.py", "posts.py"),
+        code=code("data/windows.py", "data/posts.py"),
     output:
         f"{RESULTS}/{{dataset}}/streams_w{{window}}.parquet",
     log:
@@ -16,7 +16,7 @@ rule windows:
 rule folds:
     input:
         posts=f"{RESULTS}/{{dataset}}/posts.parquet",
-        code=code("folds.py", "posts.py"),
+        code=code("data/folds.py", "data/posts.py"),
     output:
         f"{RESULTS}/{{dataset}}/folds.parquet",
     params:

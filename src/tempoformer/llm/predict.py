@@ -14,11 +14,19 @@ import time
 import numpy as np
 import torch
 
-from ..metrics import f1_scores
-from ..windows import window_arrays
+from ..data.windows import window_arrays
+from ..training.metrics import f1_scores
 from .bucketing import bucket_answers
 from .generate import generate_answers, load_causal_lm
-from .prompts import Example, Prompt, build_prompt, clean_text, format_gap, resolve_task, sample_shots
+from .prompts import (
+    Example,
+    Prompt,
+    build_prompt,
+    clean_text,
+    format_gap,
+    resolve_task,
+    sample_shots,
+)
 
 log = logging.getLogger(__name__)
 

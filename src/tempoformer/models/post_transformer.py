@@ -94,8 +94,8 @@ def post_transformer_setup(data, params: dict, window: int):
     """
     from transformers import AutoTokenizer
 
-    from ..embed import backbone_path
-    from ..training import TrainSettings
+    from ..data.embed import backbone_path
+    from ..training.loop import TrainSettings
 
     settings_fields = {f for f in TrainSettings.__dataclass_fields__}
     path = backbone_path(params.get("backbone", "minilm"))

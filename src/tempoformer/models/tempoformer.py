@@ -282,12 +282,18 @@ class TempoFormer(nn.Module):
         gap to the current post, or None. Returns logits [B, num_labels]."""
         return self._forward(input_ids, attention_mask, window_index, window_mask, time_gap, naive=False)
 
+    def forward_from_local(self, local_states, attention_mask, window_index, window_mask, time_gap=None):
+        """forward() from the posts' local-layer states [P, L, H] (encode_local's output), which a
+        caller may have kept from earlier windows: serving encodes each post once per stream."""
+        return self._forward(None, attention_mask, window_index, window_mask, time_gap, naive=False,
+                             local_states=local_states)
+
     def forward_naive(self, input_ids, attention_mask, window_index, window_mask, time_gap=None):
         """The authors' computation: gather each window's posts, then encode all B*w of them
         through every layer in full. Same logits and gradients as forward; kept as a reference."""
         return self._forward(input_ids, attention_mask, window_index, window_mask, time_gap, naive=True)
 
-    def _forward(self, input_ids, attention_mask, window_index, window_mask, time_gap, naive):
+    def _forward(self, input_ids, attention_mask, window_index, window_mask, time_gap, naive, local_states=None):
         B, w = window_index.shape
         if w > self.config.window:
             raise ValueError(f"window of {w} posts, the model has {self.config.window} stream slots")
@@ -300,7 +306,7 @@ class TempoFormer(nn.Module):
         else:
             post_of = window_index.flatten()  # [B*w]
             pos = window_mask.flatten().nonzero().squeeze(1)  # [N] real slots only
-        h = self.encode_local(input_ids, attention_mask)  # [P, L, H]
+        h = self.encode_local(input_ids, attention_mask) if local_states is None else local_states  # [P, L, H]
 
         if self.config.head == "robert":
             per_post = self.pool(h[:, 0])[post_of].view(B, w, -1)  # [B, w, H]

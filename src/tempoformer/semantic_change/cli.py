@@ -19,8 +19,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..cli import _json
-from ..render import write_text_atomic
+from ..atomic import write_text_atomic
+from ..arguments import json_arg as _json
 
 log = logging.getLogger(__name__)
 

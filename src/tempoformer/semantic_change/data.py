@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..posts import InputError
+from ..errors import InputError
 
 log = logging.getLogger(__name__)
 

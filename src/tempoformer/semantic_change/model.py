@@ -19,7 +19,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import FORMS, TIME_NORMS, plain_scores, scale_table, scaled_scores, temporal_scores
+from ..atomic import write_with
+from .attention import (
+    FORMS,
+    TIME_NORMS,
+    plain_scores,
+    scale_table,
+    scaled_scores,
+    temporal_scores,
+)
 
 TIME_KINDS = ("none", "attention", "scaled_linear", "scaled_exp", "scaled_doc")
 
@@ -175,7 +183,7 @@ def load_tokenizer(backbone: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoTokenizer
 
-    from ..embed import backbone_path
+    from ..data.embed import backbone_path
 
     return AutoTokenizer.from_pretrained(backbone_path(backbone), local_files_only=True)
 
@@ -211,7 +219,7 @@ def build_model(backbone: str, spec: TemporalSpec, seed: int = 0, bert: nn.Modul
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import BertModel
 
-        from ..embed import backbone_path
+        from ..data.embed import backbone_path
 
         bert = BertModel.from_pretrained(backbone_path(backbone), local_files_only=True)
     if tokenizer is None:
@@ -227,11 +235,8 @@ def count_parameters(model: nn.Module) -> int:
 
 def save_model(model: TemporalBert, path: str | os.PathLike, info: dict | None = None) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save({"spec": asdict(model.spec), "bert_config": model.config.to_dict(),
-                "state_dict": model.state_dict(), "info": info or {}}, tmp)
-    os.replace(tmp, path)
+    write_with(path, lambda tmp: torch.save({"spec": asdict(model.spec), "bert_config": model.config.to_dict(),
+                                             "state_dict": model.state_dict(), "info": info or {}}, tmp))
 
 
 def load_model(path: str | os.PathLike, tokenizer=None):

@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from ..render import Table
+from ..reporting.render import Table
 
 PAPER_CSV = Path(__file__).with_name("paper_numbers.csv")
 LANGUAGE_NAMES = {"Eng": "SemEval-Eng", "Lat": "SemEval-Lat", "Ger": "SemEval-Ger"}

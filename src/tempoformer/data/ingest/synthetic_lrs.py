@@ -18,13 +18,11 @@ with fixed key order: the same seed gives byte-identical files.
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
-import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from ...atomic import atomic_dir
 from .lrs import RELEASE_DIR, TEST_DIR, TEST_KEY, TRAINDEV_KEYS
 
 _DAYS = "Mon Tue Wed Thu Fri Sat Sun".split()
@@ -86,17 +84,8 @@ def write_synthetic_lrs(out_dir: Path, n_threads: int = 40, seed: int = 0) -> Pa
         raise ValueError("n_threads must be at least 1")
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise FileExistsError(f"{out_dir} exists and is not an empty folder")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
-    try:
-        tmp.chmod(0o755)  # mkdtemp makes it private; a corpus folder is ordinary data
+    with atomic_dir(out_dir) as tmp:
         _write(tmp, n_threads, random.Random(seed))
-        if out_dir.exists():
-            out_dir.rmdir()  # empty, checked above
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
 from pathlib import Path
 
 import torch
+
+from ..atomic import atomic_dir
 
 FORMAT = "tempoformer-trained"
 VERSION = 1
@@ -65,15 +65,10 @@ def save_trained(model_dir, model: torch.nn.Module, labels: list[str], window: i
         },
     }
     model_dir = Path(model_dir)
-    tmp = model_dir.with_name(f".{model_dir.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_model(model, str(tmp / WEIGHTS_FILE))
-    AutoTokenizer.from_pretrained(tokenizer_path, local_files_only=True).save_pretrained(tmp)
-    (tmp / META_FILE).write_text(json.dumps(meta, indent=1))
-    if model_dir.exists():
-        shutil.rmtree(model_dir)
-    os.replace(tmp, model_dir)
+    with atomic_dir(model_dir) as tmp:
+        save_model(model, str(tmp / WEIGHTS_FILE))
+        AutoTokenizer.from_pretrained(tokenizer_path, local_files_only=True).save_pretrained(tmp)
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=1))
     return model_dir
 
 
@@ -94,7 +89,7 @@ def load_trained(model_dir, device: str = "cpu"):
     from safetensors.torch import load_model
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    from .models.tempoformer import TempoFormer, TempoFormerConfig
+    from ..models.tempoformer import TempoFormer, TempoFormerConfig
 
     model_dir = Path(model_dir)
     meta = read_meta(model_dir)

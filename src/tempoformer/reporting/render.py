@@ -7,11 +7,12 @@ Cells and notes are plain text (no Markdown markup), so every rendering shows th
 from __future__ import annotations
 
 import html
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+
+from ..atomic import write_text_atomic
 
 # Characters LaTeX treats specially, and the few non-ASCII symbols the tables use.
 LATEX_ESCAPES = {
@@ -115,8 +116,3 @@ def write_table(table: Table, csv: pl.DataFrame | None, out_dir: str | Path, ste
         paths.append(out_dir / f"{stem}.{ext}")
     return paths
 
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .render import write_text_atomic
+from ..atomic import write_text_atomic
 
 
 def _point(hp: dict) -> str:

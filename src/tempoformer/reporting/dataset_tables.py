@@ -10,10 +10,10 @@ from pathlib import Path
 
 import polars as pl
 
+from ..data.posts import read_posts
 from . import paper_numbers
-from .posts import read_posts
+from .dataset_stats import CSV_COLUMNS, MARKDOWN_HEADER, dataset_statistics, table1
 from .render import Table, write_table
-from .stats import CSV_COLUMNS, MARKDOWN_HEADER, dataset_statistics, table1
 
 
 def _check_columns(paper_columns: dict[str, str | None]) -> None:

@@ -21,13 +21,14 @@ import numpy as np
 import polars as pl
 import torch
 
-from .device import pick_device, set_threads
-from .folds import split_rows
+from ..atomic import write_text_atomic
+from ..data.folds import split_rows
+from ..data.posts import read_posts, write_parquet_atomic
+from ..data.windows import window_arrays
+from ..device import pick_device, set_threads
+from .loop import TrainSettings, fit, grid, predict_proba
 from .losses import focal_alpha
 from .metrics import f1_scores
-from .posts import read_posts, write_parquet_atomic
-from .training import TrainSettings, fit, grid, predict_proba
-from .windows import window_arrays
 
 logger = logging.getLogger(__name__)
 
@@ -104,8 +105,8 @@ def stream_batcher(data: RunData):
 def tempoformer_setup(data: RunData, params: dict, window: int):
     from transformers import AutoTokenizer
 
-    from .embed import backbone_path
-    from .models.tempoformer import TempoFormer, TempoFormerConfig, collate_windows
+    from ..data.embed import backbone_path
+    from ..models.tempoformer import TempoFormer, TempoFormerConfig, collate_windows
 
     path = backbone_path(params.get("backbone", "minilm"))
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -160,7 +161,7 @@ def model_setup(data: RunData, model_type: str, params: dict, window: int):
         build, make_batch = tempoformer_setup(data, params, window)
         return build, make_batch, {"optimizer": "adamw", "schedule": "linear", "batching": "chunk"}
     if model_type in POST_TRANSFORMERS:
-        from .models.post_transformer import post_transformer_setup
+        from ..models.post_transformer import post_transformer_setup
 
         build, make_batch = post_transformer_setup(data, params, window)
         return build, make_batch, {"optimizer": "adamw", "schedule": "linear", "batching": "shuffle"}
@@ -222,7 +223,7 @@ def run_training(
     if model_type == "random":
         prob, search = random_prior(data, seed)
     elif model_type == "llm":
-        from .llm import llm_predict
+        from ..llm import llm_predict
 
         prob, search = llm_predict(data, params, window, seed, device=device)
     else:
@@ -235,8 +236,8 @@ def run_training(
         prob, net, search = search_grid(data, model_type, params, window, seed, device, checkpoints, run_key)
         if model_type in WINDOW_TRANSFORMERS and params.get("save_model", True):
             # what `tempoformer predict` needs: weights, config, label names, tokenizer
-            from .embed import backbone_path
-            from .export import save_trained
+            from ..data.embed import backbone_path
+            from ..serving.saved_model import save_trained
 
             save_trained(out_dir / "model", net, data.labels, window, params.get("max_tokens", 128),
                          backbone_path(params.get("backbone", "minilm")))
@@ -259,8 +260,6 @@ def run_training(
         "device": device, "seconds": round(time.perf_counter() - started, 2), **search,
     }
     write_parquet_atomic(predictions, out_dir / "predictions.parquet")
-    tmp = out_dir / ".metrics.json.tmp"
-    tmp.write_text(json.dumps(metrics, indent=1))
-    os.replace(tmp, out_dir / "metrics.json")
+    write_text_atomic(out_dir / "metrics.json", json.dumps(metrics, indent=1))
     shutil.rmtree(checkpoints, ignore_errors=True)  # the run is complete: nothing to resume
     return metrics

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import matplotlib
@@ -11,6 +10,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
+from ..atomic import write_with
 from . import paper_numbers  # noqa: E402
 
 
@@ -44,9 +44,6 @@ def figure3(summary: pl.DataFrame, datasets, out_path: str | Path) -> Path:
     fig.suptitle("Figure 3: TempoFormer results for different window sizes")
     fig.tight_layout()
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    write_with(out_path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
-    os.replace(tmp, out_path)
     return out_path

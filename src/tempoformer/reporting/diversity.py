@@ -25,13 +25,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from .folds import split_rows
-from .posts import read_posts
+from ..atomic import write_text_atomic
+from ..data.folds import split_rows
+from ..data.posts import read_posts
 
 
 def sample_pairs(n: int, max_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,7 +88,7 @@ def token_vectors(texts: list[str], backbone: str, layer: int, max_tokens: int,
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from .embed import backbone_path
+    from ..data.embed import backbone_path
 
     path = backbone_path(backbone)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -145,8 +145,5 @@ def dataset_diversity(posts_path, embeddings_path, folds_path, backbone: str = "
 
 def write_diversity(output, **kwargs) -> dict:
     result = dataset_diversity(**kwargs)
-    output = Path(output)
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
-    os.replace(tmp, output)
+    write_text_atomic(output, json.dumps(result, indent=1) + "\n")
     return result

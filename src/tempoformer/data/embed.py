@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from .device import pick_device
+from ..atomic import write_with
+from ..device import pick_device
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,8 @@ def _read_cache(cache, model: str) -> dict:
 
 def _write_cache(cache, model: str, known: dict) -> None:
     cache = Path(cache)
-    tmp = cache.with_name(f".{cache.name}.tmp.npz")
-    np.savez(tmp, model=np.array(model), keys=np.array(list(known)), vectors=np.stack(list(known.values())))
-    os.replace(tmp, cache)
+    write_with(cache, lambda tmp: np.savez(tmp, model=np.array(model), keys=np.array(list(known)),
+                                           vectors=np.stack(list(known.values()))), suffix=".npz")
 
 
 def embed_posts(posts_path: str | Path, output: str | Path, model: str = "minilm",
@@ -80,7 +80,5 @@ def embed_posts(posts_path: str | Path, output: str | Path, model: str = "minilm
     texts = pl.read_parquet(posts_path, columns=["text"])["text"].to_list()
     vectors = embed_texts(texts, model, cache=cache)
     output = Path(output)
-    tmp = output.with_name(f".{output.name}.tmp.npy")
-    np.save(tmp, vectors)
-    os.replace(tmp, output)
+    write_with(output, lambda tmp: np.save(tmp, vectors), suffix=".npy")
     return vectors

@@ -8,7 +8,7 @@ Output: one JSON line per post, written and flushed as soon as that post is read
     {"timeline_id": "u1", "post_id": "p7", "prediction": "New", "probabilities": {"New": 0.8, ...},
      "window": 3}
 The window of a post is the last w posts of its timeline seen so far, the post itself last, with
-the training windows' layout and time feature (src/tempoformer/windows.py): left padding, the
+the training windows' layout and time feature (src/tempoformer/data/windows.py): left padding, the
 log of each post's gap to the current one in seconds (gaps under 1 s count as 1 s); when a post
 of the window has no timestamp, window positions instead, as in training.
 
@@ -22,7 +22,6 @@ problem; the posts before it have already been written.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from collections import deque
@@ -34,8 +33,8 @@ from typing import Iterable, TextIO
 import numpy as np
 import torch
 
-from .device import autocast, pick_device, set_threads
-from .windows import log_gap_seconds
+from ..data.windows import log_gap_seconds
+from ..device import autocast, pick_device, set_threads
 
 
 class StreamInputError(ValueError):
@@ -103,17 +102,6 @@ def parse_post(line: str) -> Post:
                 parse_timestamp(record.get("timestamp")))
 
 
-@contextlib.contextmanager
-def _local_states(model: torch.nn.Module, states: torch.Tensor):
-    """Run the model's forward on precomputed local-layer states: its encode_local returns
-    `states` instead of encoding input_ids again (the rest of the forward is unchanged)."""
-    model.encode_local = lambda input_ids, attention_mask: states
-    try:
-        yield
-    finally:
-        del model.encode_local
-
-
 class StreamScorer:
     """Scores posts one at a time, keeping each timeline's last `window` posts."""
 
@@ -127,7 +115,7 @@ class StreamScorer:
 
     @classmethod
     def from_dir(cls, model_dir, device: str | None = None) -> StreamScorer:
-        from .export import load_trained
+        from .saved_model import load_trained
 
         device = pick_device(device)
         model, tokenizer, meta = load_trained(model_dir, device=device)
@@ -171,9 +159,9 @@ class StreamScorer:
             gaps[0, w - k :] = post.seconds - np.array([p.seconds for p in posts], dtype=np.float64)
             time_gap = torch.as_tensor(np.where(valid, log_gap_seconds(gaps), 0.0).astype(np.float32),
                                        device=self.device)
-        with _local_states(self.model, states), autocast(self.device):
-            logits = self.model(
-                input_ids=torch.zeros((k, L), dtype=torch.long, device=self.device),  # unused
+        with autocast(self.device):
+            logits = self.model.forward_from_local(
+                local_states=states,
                 attention_mask=attention_mask,
                 window_index=torch.as_tensor(window_index, device=self.device),
                 window_mask=torch.as_tensor(valid, device=self.device),

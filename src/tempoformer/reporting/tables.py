@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..training.metrics import f1_scores
 from . import paper_numbers
-from .metrics import f1_scores
 from .render import Table, write_table
 from .significance import paired_bootstrap
 

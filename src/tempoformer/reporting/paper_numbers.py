@@ -1,4 +1,4 @@
-"""The TempoFormer paper's published numbers, copied from its tables into data/paper/*.csv.
+"""The TempoFormer paper's published numbers, copied from its tables into reporting/paper/*.csv.
 
 Each CSV keeps its source line as a `#` comment. Dataset columns are named `<paper column>_<label>`
 (LRS_Sw, TalkLife_IE, TopicShift_M, ...); a config dataset's `paper_column` names the paper
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-PAPER_DIR = Path(__file__).with_name("data") / "paper"
+PAPER_DIR = Path(__file__).with_name("paper")
 FILES = {
     1: "tempoformer_table1_datasets.csv",
     2: "tempoformer_table2.csv",

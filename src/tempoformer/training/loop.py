@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .device import autocast
+from ..atomic import write_with
+from ..device import autocast
 from .losses import focal_loss
 from .metrics import f1_scores
 
@@ -169,9 +169,7 @@ def _save_checkpoint(path, state, model, optimizer, scheduler, rng) -> None:
         "torch_rng": torch.get_rng_state(),
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
     }
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    write_with(path, lambda tmp: torch.save(payload, tmp))
 
 
 def _resume(path, model, optimizer, scheduler, rng) -> dict:

@@ -1,0 +1,37 @@
+"""Subcommand of the training stage: train (one model, window, fold and seed)."""
+
+from __future__ import annotations
+
+import logging
+
+from ..arguments import json_arg
+
+
+def cmd_train(args):
+    from .run import run_training
+
+    metrics = run_training(
+        args.posts, args.folds, args.out_dir, args.model, args.params, args.labels, args.window,
+        args.fold, args.seed, args.streams, args.embeddings, args.threads, args.device, args.type,
+    )
+    logging.info("test macro-F1 %.4f (dev %.4f) in %.1f s", metrics["test"]["macro"],
+                 metrics["dev_macro"], metrics["seconds"])
+
+
+def register(sub) -> None:
+    p = sub.add_parser("train", help="train and test one (model, window, fold, seed)")
+    p.add_argument("--posts", required=True)
+    p.add_argument("--folds", required=True)
+    p.add_argument("--streams")
+    p.add_argument("--embeddings")
+    p.add_argument("--model", required=True, help="the model's name in the config")
+    p.add_argument("--type", help="model type (default: the name); see models/registry.py")
+    p.add_argument("--params", type=json_arg, default={}, help="model settings and grid as JSON")
+    p.add_argument("--labels", type=json_arg, required=True, help="class names as a JSON list")
+    p.add_argument("--window", type=int, required=True)
+    p.add_argument("--fold", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--threads", type=int)
+    p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=cmd_train)
