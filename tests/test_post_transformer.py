@@ -9,7 +9,7 @@ from tempoformer.models.post_transformer import (
     PostTransformer,
     PostTransformerConfig,
     pad_batch,
-    post_transformer_setup,
+    setup as post_transformer_setup,
 )
 from tempoformer.training.run import RunData
 

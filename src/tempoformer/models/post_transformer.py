@@ -86,8 +86,8 @@ class PostTransformer(nn.Module):
         return self.classifier(self.dropout(x))
 
 
-def post_transformer_setup(data, params: dict, window: int):
-    """(build(hp) -> PostTransformer, make_batch(rows) -> forward kwargs), like train.tempoformer_setup.
+def setup(data, params: dict, window: int):
+    """(build(hp) -> PostTransformer, make_batch(rows) -> forward kwargs), like models.tempoformer.setup.
 
     params: backbone (a path, or "minilm"), max_tokens (default 128), optionally head/dropout;
     training keys (lr, epochs, ...) and grid are ignored here. The window is unused: post level.

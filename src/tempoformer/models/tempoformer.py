@@ -11,6 +11,7 @@ predict.py relies on to substitute cached local states).
 """
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -385,3 +386,34 @@ def collate_windows(token_ids, window_rows, window_valid, log_gap, pad_id):
         "window_mask": torch.as_tensor(window_valid),
         "time_gap": time_gap,
     }
+
+
+def setup(data, params: dict, window: int):
+    """(build(hp) -> TempoFormer, make_batch(rows) -> forward kwargs) for a training run's data."""
+    from transformers import AutoTokenizer
+
+    from ..data.embed import backbone_path
+    from ..data.windows import window_arrays
+    from ..training.loop import TrainSettings
+
+    path = backbone_path(params.get("backbone", "minilm"))
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    token_ids = tokenizer(
+        data.posts["text"].to_list(), truncation=True, max_length=params.get("max_tokens", 128)
+    )["input_ids"]
+    settings_fields = {f.name for f in dataclasses.fields(TrainSettings)}
+    fields = {f.name for f in dataclasses.fields(TempoFormerConfig)} - {"backbone", "num_labels", "window"}
+    model_kwargs = {k: v for k, v in params.items() if k in fields}
+
+    def build(hp: dict) -> torch.nn.Module:
+        model_hp = {k: v for k, v in hp.items() if k not in settings_fields}
+        config = TempoFormerConfig(
+            backbone=path, num_labels=len(data.labels), window=window, **{**model_kwargs, **model_hp}
+        )
+        return TempoFormer(config)
+
+    def make_batch(rows: np.ndarray) -> dict[str, torch.Tensor]:
+        window_rows, valid, log_gap = window_arrays(data.streams, rows)
+        return collate_windows(token_ids, window_rows, valid, log_gap, tokenizer.pad_token_id)
+
+    return build, make_batch

@@ -102,34 +102,6 @@ def stream_batcher(data: RunData):
     return make_batch
 
 
-def tempoformer_setup(data: RunData, params: dict, window: int):
-    from transformers import AutoTokenizer
-
-    from ..data.embed import backbone_path
-    from ..models.tempoformer import TempoFormer, TempoFormerConfig, collate_windows
-
-    path = backbone_path(params.get("backbone", "minilm"))
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    token_ids = tokenizer(
-        data.posts["text"].to_list(), truncation=True, max_length=params.get("max_tokens", 128)
-    )["input_ids"]
-    fields = {f.name for f in dataclasses.fields(TempoFormerConfig)} - {"backbone", "num_labels", "window"}
-    model_kwargs = {k: v for k, v in params.items() if k in fields}
-
-    def build(hp: dict) -> torch.nn.Module:
-        model_hp = {k: v for k, v in hp.items() if k not in SETTINGS_FIELDS}
-        config = TempoFormerConfig(
-            backbone=path, num_labels=len(data.labels), window=window, **{**model_kwargs, **model_hp}
-        )
-        return TempoFormer(config)
-
-    def make_batch(rows: np.ndarray) -> dict[str, torch.Tensor]:
-        window_rows, valid, log_gap = window_arrays(data.streams, rows)
-        return collate_windows(token_ids, window_rows, valid, log_gap, tokenizer.pad_token_id)
-
-    return build, make_batch
-
-
 def stream_setup(data: RunData, model: str, params: dict):
     module, cls = STREAM_MODELS[model]
     model_cls = getattr(importlib.import_module(module), cls)
