@@ -129,3 +129,23 @@ def test_bad_input(tmp_path, corpus):
 
     raises_input_error(lambda: chitchat.read(corpus, min_posts_per_timeline=9), "dataset.json", "-",
                        "no sender")
+
+
+def test_dataset_labels_are_checked_naming_the_utterance(corpus):
+    assert ingest("chitchat", corpus, labels=["New", "Cont"]).height == 9
+    # A's second post (c1 turn 0 utterance 1) is the first Cont derived
+    raises_input_error(lambda: ingest("chitchat", corpus, labels=["New"]), "dataset.json",
+                       "conversation c1 turn 0 utterance 1",
+                       "unknown label 'Cont': not one of the dataset's labels ['New']")
+
+
+def test_timestamp_after_latest_is_refused(tmp_path, corpus):
+    data = json.loads(json.dumps(CORPUS))
+    data["c1"]["messages"][1][0]["timestamp"] = "2999-05-02T09:00:03Z"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    raises_input_error(lambda: chitchat.read(bad), "bad.json", "conversation c1 turn 1 utterance 0",
+                       "timestamp 2999-05-02T09:00:03+00:00 is after latest_timestamp now")
+    raises_input_error(lambda: chitchat.read(corpus, latest_timestamp="2018-05-02T09:00:00Z"),
+                       "dataset.json", "conversation c2 turn 0 utterance 0",
+                       "; 6 of 9 timestamp(s) read are out of range")  # 09:00:00 itself is in

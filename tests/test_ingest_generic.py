@@ -1,7 +1,7 @@
 """Generic reader: CSV / JSONL / Parquet round trips, ordering, options, bad input."""
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import polars as pl
 import pytest
@@ -113,3 +113,67 @@ def test_missing_file_and_unknown_format(tmp_path):
         ingest("nope", tmp_path / "x.csv")
     assert set(READERS) == {"chitchat", "lrs", "topic_shift_mi", "talklife", "generic"}
     assert all(hasattr(m, "read") and isinstance(m.LABELS, tuple) for m in READERS.values())
+
+
+# --- timestamps outside [earliest_timestamp, latest_timestamp] (issue 16) -----------------
+
+
+def stamped_csv(tmp_path, stamps, name="t.csv"):
+    path = tmp_path / name
+    path.write_text("timeline_id,post_id,text,timestamp\n"
+                    + "".join(f"t,{i},x,{s}\n" for i, s in enumerate(stamps, 1)))
+    return path
+
+
+def test_timestamps_out_of_range_are_refused_naming_the_first_and_counting_all(tmp_path):
+    path = stamped_csv(tmp_path, ["2020-01-01", "2999-01-01", "1969-12-31T23:59:59Z",
+                                  "2998-01-01"])
+    raises_input_error(lambda: ingest("generic", path), "t.csv",
+                       "line 3 (timeline 't', post '2')",
+                       "timestamp 2999-01-01T00:00:00+00:00 is after latest_timestamp now (")
+    raises_input_error(lambda: ingest("generic", path), "t.csv", "line 3",
+                       "3 of 4 timestamp(s) read are out of range")
+    # JSONL numbers (Unix seconds) are held to the same range: -1 is 1969.
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text('{"timeline_id": "t", "post_id": 1, "text": "x", "timestamp": 0}\n'
+                     '{"timeline_id": "t", "post_id": 2, "text": "y", "timestamp": -1}\n')
+    raises_input_error(lambda: ingest("generic", jsonl), "t.jsonl", "line 2",
+                       "timestamp 1969-12-31T23:59:59+00:00 is before earliest_timestamp "
+                       "1970-01-01T00:00:00+00:00; 1 of 2")
+
+
+def test_timestamp_bounds_are_reader_options(tmp_path):
+    path = stamped_csv(tmp_path, ["1900-05-01", "2999-01-01"])
+    df = ingest("generic", path, earliest_timestamp=None, latest_timestamp=None)
+    assert df["timestamp"].dt.year().to_list() == [1900, 2999]
+    # both ends inclusive; a date alone is its midnight (UTC)
+    df = ingest("generic", path, earliest_timestamp="1900-05-01", latest_timestamp="2999-01-01")
+    assert df.height == 2
+    raises_input_error(
+        lambda: ingest("generic", path, earliest_timestamp=None, latest_timestamp="2998-12-31"),
+        "t.csv", "line 3", "after latest_timestamp 2998-12-31T00:00:00+00:00")
+    raises_input_error(
+        lambda: ingest("generic", path, earliest_timestamp="1900-05-01T00:00:01+00:00",
+                       latest_timestamp=None),
+        "t.csv", "line 2", "before earliest_timestamp 1900-05-01T00:00:01+00:00")
+    with pytest.raises(ValueError, match="latest_timestamp must be an ISO 8601 date"):
+        ingest("generic", path, latest_timestamp="tomorrow")
+    with pytest.raises(ValueError, match="earliest_timestamp .* is after latest_timestamp"):
+        ingest("generic", path, earliest_timestamp="2021-01-01", latest_timestamp="2020-01-01")
+
+
+def test_now_allows_a_day_of_clock_and_zone_slack(tmp_path):
+    now = datetime.now(timezone.utc).replace(tzinfo=None)  # stored without a zone, as UTC
+    soon, later = (now + timedelta(hours=14)).isoformat(), (now + timedelta(days=2)).isoformat()
+    assert ingest("generic", stamped_csv(tmp_path, [soon])).height == 1
+    raises_input_error(lambda: ingest("generic", stamped_csv(tmp_path, [soon, later])), "t.csv",
+                       "line 3", "after latest_timestamp now")
+
+
+def test_csv_field_over_the_csv_module_default_limit(tmp_path):
+    # csv refuses fields over 131,072 characters unless its limit is raised.
+    path = tmp_path / "long.csv"
+    long = "word " * 40_000
+    path.write_text(f'timeline_id,post_id,text\nt,1,"{long}"\nt,2,short\n')
+    df = ingest("generic", path)
+    assert df["text"].str.len_chars().to_list() == [200_000, 5]

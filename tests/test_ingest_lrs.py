@@ -360,3 +360,28 @@ def test_missing_annotation_file(release):
     (release / "semeval2017-task8-test-key" / "subtaskA.json").unlink()
     (release / "semeval2017-task8-test-data").mkdir()
     raises_input_error(lambda: lrs.read(release), "subtaskA.json", "record -", "no such file")
+
+
+def test_dataset_labels_are_checked_naming_the_tweet(release):
+    assert ingest("lrs", release, labels=["Sw", "N-Sw"]).height == len(THREAD_A) + len(THREAD_B)
+    source = thread_a()[0]["id"]  # the first post read, always N-Sw
+    raises_input_error(lambda: ingest("lrs", release, labels=["Sw", "NSw"]), f"{source}.json",
+                       f"tweet {source}",
+                       "unknown label 'N-Sw': not one of the dataset's labels ['Sw', 'NSw']")
+
+
+def test_created_at_after_latest_is_refused(release, tmp_path):
+    reply = thread_a()[2]
+    file = thread_dir(release, thread_a()) / "replies" / f"{reply['id']}.json"
+    data = json.loads(file.read_text())
+    data["created_at"] = "Thu Jan 08 09:20:00 +0000 2999"
+    file.write_text(json.dumps(data))
+    raises_input_error(lambda: lrs.read(release), file.name, f"tweet {reply['id']}",
+                       "timestamp 2999-01-08T09:20:00+00:00 is after latest_timestamp now")
+    tweets = thread_a()
+    tweets[1]["created_at"] = "Wed Dec 31 23:00:00 +0000 1969"
+    flat = write_conversations(tmp_path / "conversations.json", {"train": [tweets]})
+    # write_conversations lists the replies last first: tweets[1] is reply 10
+    raises_input_error(lambda: lrs.read(flat), "conversations.json",
+                       f"train[0] reply 10 (tweet {tweets[1]['id']})",
+                       "before earliest_timestamp 1970-01-01T00:00:00+00:00; 1 of 12")

@@ -65,3 +65,26 @@ def test_bad_input(tmp_path, rows, header, record, problem):
 
 def test_missing_file(tmp_path):
     raises_input_error(lambda: talklife.read(tmp_path / "gone.csv"), "gone.csv", "-", "no such file")
+
+
+def test_dataset_labels_are_checked_after_the_mapping(tmp_path):
+    path = write(tmp_path, ROWS)
+    assert ingest("talklife", path, labels=list(talklife.LABELS)).height == len(ROWS)
+    # line 5 is the first whose mapped label (IEP -> IE) is not among the dataset's labels
+    raises_input_error(lambda: ingest("talklife", path, labels=["IS", "O"]), "moc.csv",
+                       "line 5 (timeline 'u2', post 'p5')",
+                       "unknown label 'IE': not one of the dataset's labels ['IS', 'O']")
+
+
+def test_timestamp_after_latest_is_refused(tmp_path):
+    rows = ROWS + ["u3,p7,2999-01-01 00:00:00,from the future,0"]
+    raises_input_error(lambda: talklife.read(write(tmp_path, rows)), "moc.csv",
+                       "line 8 (timeline 'u3', post 'p7')",
+                       "timestamp 2999-01-01T00:00:00+00:00 is after latest_timestamp now")
+    assert talklife.read(write(tmp_path, rows), latest_timestamp="3000-01-01").height == 7
+
+
+def test_field_over_131072_characters(tmp_path):
+    long = "x" * 200_000
+    df = talklife.read(write(tmp_path, [f"u1,p1,2019-03-01 08:00:00,{long},0"]))
+    assert df["text"][0] == long

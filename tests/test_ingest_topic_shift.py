@@ -91,3 +91,18 @@ def test_bad_input(tmp_path, folder):
     root.mkdir()
     (root / "4000.csv").write_bytes(HEADER.encode() + b"0,A,bad \x81 byte,,,,0\r\n")
     raises_input_error(lambda: read(root), "4000.csv", "byte", "not windows-1252")
+
+
+def test_dataset_labels_are_checked_naming_the_line(folder):
+    assert ingest("topic_shift_mi", folder, labels=["M", "R"]).height == 5
+    # 2999.csv holds only M; in 3001.csv line 3 (utterance 2, Class 1) is the first R read
+    with pytest.raises(InputError) as info:
+        ingest("topic_shift_mi", folder, labels=["M"])
+    assert info.value.path.endswith("3001.csv") and info.value.record == "line 3 (utterance '2')"
+    assert "unknown label 'R': not one of the dataset's labels ['M']" in info.value.problem
+
+
+def test_no_timestamps_so_no_timestamp_options(folder):
+    with pytest.raises(ValueError,
+                       match="unknown option.*'latest_timestamp'.*it takes: no options"):
+        ingest("topic_shift_mi", folder, latest_timestamp=None)

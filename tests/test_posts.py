@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from tempoformer.data.ingest import generic
+from tempoformer.data.ingest._common import TimeRange
 from tempoformer.data.posts import (
     POST_SCHEMA, InputError, posts_from_records, read_posts, validate_posts, write_parquet_atomic,
 )
@@ -166,6 +167,10 @@ TIMESTAMPS = {
     "bool": pl.Series([True] * N),
     "out_of_range": pl.Series(np.where(np.arange(N) == 9, 10**13, SECONDS)),
     "bad_text": pl.Series(["2020-01-01T00:00:00"] * (N - 1) + ["soon"]),
+    # valid timestamps outside the accepted range (1970 to now): refused by both paths alike
+    "year_2999": pl.Series(SECONDS * 1_000_000).cast(pl.Datetime("us")).scatter(
+        [11], datetime(2999, 1, 1)),
+    "before_1970": pl.Series(np.where(np.arange(N) == 5, -1, SECONDS)),
 }
 LABELS = {
     "text_with_empty_and_null": pl.Series(np.resize(["a", "b", "", "N"], N)).replace("N", None),
@@ -178,7 +183,7 @@ LABELS = {
 def row_path(path, **options):
     return generic._read_rows(generic._parquet_rows(path), path, "generic",
                               options.get("columns"), options.get("labels"),
-                              options.get("timestamp_format"))
+                              options.get("timestamp_format"), TimeRange())
 
 
 def outcome(call):
@@ -211,10 +216,12 @@ def test_generic_parquet_fast_path_equals_row_path(tmp_path, stamps, labels, all
     columns = {"timeline_id": "u", "post_id": "id", "timestamp": "t", "text": "body", "label": "y"}
     result = same_as_row_path(path, columns=columns, labels=allowed)
     # the vectorised path really ran on every valid file, and gave up on every bad one
-    bad = stamps in ("nan", "null", "bool", "out_of_range", "bad_text") or (
+    bad = stamps in ("nan", "null", "bool", "out_of_range", "bad_text", "year_2999",
+                     "before_1970") or (
         labels == "int" and allowed is not None)
     assert isinstance(result, str) == bad
-    uses_fast = generic._parquet_fast(path, "generic", columns, allowed, None) is not None
+    uses_fast = generic._parquet_fast(path, "generic", columns, allowed, None,
+                                      TimeRange()) is not None
     assert uses_fast == (not bad and stamps != "datetime_ns_fraction")
 
 

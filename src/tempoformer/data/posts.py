@@ -28,21 +28,52 @@ POST_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+def label_set(labels: Iterable[str] | None) -> tuple[str, ...] | None:
+    """The dataset's class names, checked: distinct non-empty strings (None: any label)."""
+    if labels is None:
+        return None
+    if isinstance(labels, str) or not all(isinstance(x, str) and x for x in labels):
+        raise ValueError(f"labels must be a list of non-empty strings, got {labels!r}")
+    labels = tuple(labels)
+    if not labels or len(set(labels)) != len(labels):
+        raise ValueError(f"labels must be a non-empty list of distinct names, got {list(labels)}")
+    return labels
+
+
+def check_label(
+    label: str | None, labels: tuple[str, ...] | None, path: str | os.PathLike, record: str
+) -> None:
+    """The one label check of every reader: a post's label (None: unlabelled) must be one of
+    the dataset's `labels` (None: no check)."""
+    if label is not None and labels is not None and label not in labels:
+        raise InputError(
+            path, record, f"unknown label {label!r}: not one of the dataset's labels {list(labels)}"
+        )
+
+
 def posts_from_records(
     records: Iterable[Mapping],
     dataset: str,
     source: str | os.PathLike,
     order_key: str = "order",
+    labels: Iterable[str] | None = None,
 ) -> pl.DataFrame:
     """Build the canonical table from reader records.
 
     Each record has timeline_id, post_id, timestamp (datetime or None), text, label and an
     `order_key` that sorts posts within their timeline (a reader decides what it is, e.g.
-    (time, id)); positions are assigned from it.
+    (time, id)); positions are assigned from it. With `labels`, every label must be one of
+    them (check_label); the error names the record's optional `where` = (file, record in that
+    file), else `source` and the post.
     """
     rows = list(records)
     if not rows:
         raise InputError(source, "-", "no posts were read")
+    labels = label_set(labels)
+    if labels is not None:  # in reading order, so the error names the first bad record read
+        for r in rows:
+            path, record = r.get("where") or (source, _name(r))
+            check_label(r["label"], labels, path, record)
     rows.sort(key=lambda r: (r["timeline_id"], r[order_key]))
     position, previous = 0, None
     for r in rows:
@@ -61,7 +92,7 @@ def posts_from_records(
         },
         schema=POST_SCHEMA,
     )
-    return validate_posts(df, source)
+    return validate_posts(df, source, labels)
 
 
 def validate_posts(

@@ -1,4 +1,5 @@
-"""Helpers shared by the readers: file checks, CSV/JSON loading and timestamp parsing.
+"""Helpers shared by the readers: file checks, CSV/JSON loading, timestamp parsing and the
+accepted range of timestamps (TimeRange; the policy is in the package docstring).
 
 Every failure is turned into an InputError naming the file, the record and the problem.
 """
@@ -9,11 +10,22 @@ import csv
 import io
 import json
 import os
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..posts import InputError
+
+# The csv module refuses fields over 131,072 characters by default, which stops a corpus with
+# one long post. The whole file is already in memory when it is parsed, so the limit guards
+# nothing here; 2**31 - 1 is the largest value a C long takes on every platform.
+csv.field_size_limit(2**31 - 1)
+
+EARLIEST_TIMESTAMP = "1970-01-01T00:00:00Z"
+LATEST_TIMESTAMP = "now"
+# "now" allows a day ahead of the ingest machine's clock: a post written minutes ago in a
+# zone ahead of UTC (up to +14 h), stored without its zone and so read as UTC, is not refused.
+NOW_GRACE = timedelta(days=1)
 
 
 def require_file(path: str | os.PathLike) -> Path:
@@ -119,6 +131,80 @@ def parse_datetime(value: object, fmt: str | None, path: Path, record: str) -> d
             raise ValueError("empty")
     except (ValueError, OverflowError, OSError) as e:
         raise InputError(path, record, f"unparseable timestamp {value!r} ({e})") from e
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+class TimeRange:
+    """The accepted timestamps, [earliest, latest] inclusive (either end None: open).
+
+    `earliest` / `latest` are the readers' options earliest_timestamp / latest_timestamp: an
+    ISO 8601 date or date-time (no zone: UTC; a date alone: its midnight), a datetime, None
+    (no bound), or for `latest` "now" (the time this object is made, plus NOW_GRACE).
+    A reader calls check() for every timestamp it reads and raise_refused() when it has read
+    them all: the error names the first timestamp out of range and counts all of them.
+    """
+
+    def __init__(self, earliest: str | datetime | None = EARLIEST_TIMESTAMP,
+                 latest: str | datetime | None = LATEST_TIMESTAMP):
+        self.earliest = _bound(earliest, "earliest_timestamp")
+        self.latest = _bound(latest, "latest_timestamp")
+        self.latest_name = (
+            f"now ({self.latest.isoformat(timespec='seconds')}: the time of ingest plus "
+            f"{NOW_GRACE.days} day)"
+            if latest == "now" else str(self.latest and self.latest.isoformat())
+        )
+        if self.earliest and self.latest and self.earliest > self.latest:
+            raise ValueError(f"earliest_timestamp {self.earliest.isoformat()} is after "
+                             f"latest_timestamp {self.latest_name}")
+        self.read = self.refused = 0
+        self.first: tuple[Path, str, str] | None = None
+
+    def contains(self, stamp: datetime) -> bool:
+        return not ((self.earliest and stamp < self.earliest)
+                    or (self.latest and stamp > self.latest))
+
+    def check(self, stamp: datetime, path: str | os.PathLike, record: str) -> None:
+        self.read += 1
+        if self.contains(stamp):
+            return
+        self.refused += 1
+        if self.first is None:
+            if self.earliest and stamp < self.earliest:
+                bound = f"before earliest_timestamp {self.earliest.isoformat()}"
+            else:
+                bound = f"after latest_timestamp {self.latest_name}"
+            self.first = (Path(path), record, f"timestamp {stamp.isoformat()} is {bound}")
+
+    def raise_refused(self) -> None:
+        """Stop naming the first refused timestamp, with the count of all refused."""
+        if self.first is None:
+            return
+        path, record, problem = self.first
+        raise InputError(
+            path, record,
+            f"{problem}; {self.refused} of {self.read} timestamp(s) read are out of range "
+            "(reader options earliest_timestamp / latest_timestamp; null lifts a bound)",
+        )
+
+
+def _bound(value: str | datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if value == "now" and name == "latest_timestamp":
+        return datetime.now(timezone.utc) + NOW_GRACE
+    try:
+        if isinstance(value, datetime):
+            parsed = value
+        elif isinstance(value, str):
+            parsed = datetime.fromisoformat(value.strip())
+        else:
+            raise ValueError(f"a {type(value).__name__}")
+    except ValueError as e:
+        also = ', "now"' if name == "latest_timestamp" else ""
+        raise ValueError(f"{name} must be an ISO 8601 date or date-time{also} or null, "
+                         f"got {value!r} ({e})") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     return parsed.astimezone(timezone.utc)

@@ -6,7 +6,8 @@ The embedded default corpus. dataset.json is {conv_id: {"messages": [[utterance,
 The corpus has no change labels, so they are derived from its structure: a timeline is one
 sender's utterances across all conversations in time order, and an utterance is "New" when it is
 the sender's first (kept) utterance in that conversation (the timeline moves to a new
-conversation), else "Cont".
+conversation), else "Cont". Timestamps outside [earliest_timestamp, latest_timestamp] are
+refused (see the package docstring).
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
+from typing import Sequence
 
 import polars as pl
 
 from ..posts import InputError, posts_from_records, validate_posts
-from ._common import load_json, parse_datetime, require_file
+from ._common import (
+    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TimeRange, load_json, parse_datetime, require_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +43,19 @@ def read(
     max_timelines: int | None = None,
     max_posts_per_timeline: int | None = None,
     min_posts_per_timeline: int = 1,
+    earliest_timestamp: str | datetime | None = EARLIEST_TIMESTAMP,
+    latest_timestamp: str | datetime | None = LATEST_TIMESTAMP,
+    labels: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Read dataset.json (None: the package's own file) into the canonical post table.
 
     Senders with fewer than `min_posts_per_timeline` kept utterances are left out; of the rest,
     the first `max_timelines` in sorted sender-id order are kept, each cut to its first
     `max_posts_per_timeline` posts. Utterances with empty text are skipped (counted and logged).
+    `labels`: the dataset's class names; a derived label outside them is an error.
     """
     path = require_file(default_path() if path is None else path)
+    span = TimeRange(earliest_timestamp, latest_timestamp)
     for name, value in (("max_timelines", max_timelines),
                         ("max_posts_per_timeline", max_posts_per_timeline)):
         if value is not None and value < 1:
@@ -77,8 +87,10 @@ def read(
                     empty += 1
                     continue
                 stamp = parse_datetime(utt["timestamp"], None, path, record)
+                span.check(stamp, path, record)
                 # Ties in time are broken by position in the corpus, deterministically.
                 by_sender[utt["sender"]].append((stamp, conv_id, t, u, utt["text"]))
+    span.raise_refused()
     if empty:
         log.info("chitchat %s: skipped %d utterance(s) with empty text", path, empty)
 
@@ -104,9 +116,11 @@ def read(
             label = "Cont" if conv_id in seen_conversations else "New"
             seen_conversations.add(conv_id)
             records.append({"timeline_id": sender, "post_id": f"{conv_id}:{t}:{u}",
-                            "timestamp": stamp, "text": text, "label": label, "order": i})
+                            "timestamp": stamp, "text": text, "label": label, "order": i,
+                            "where": (path, f"conversation {conv_id} turn {t} utterance {u}")})
     if cut:
         log.info("chitchat %s: cut %d post(s) beyond max_posts_per_timeline=%d",
                  path, cut, max_posts_per_timeline)
-    return validate_posts(posts_from_records(records, dataset, path), path, LABELS)
+    df = posts_from_records(records, dataset, path, labels=labels)
+    return validate_posts(df, path, LABELS)
 

@@ -6,9 +6,10 @@ timestamp and label are optional. Without `columns`, the canonical names are use
 `timestamp` / `label` only if the file has them.
 
 Timestamps: strings are ISO 8601, or `timestamp_format` (strptime) if given; numbers (JSONL,
-Parquet) are Unix seconds; a time without a zone is taken as UTC. Posts are ordered by time,
-ties in file order; without timestamps, in file order. An empty label means unlabelled (null);
-`labels`, if given, lists the allowed class names.
+Parquet) are Unix seconds; a time without a zone is taken as UTC; times outside
+[earliest_timestamp, latest_timestamp] are refused (see the package docstring). Posts are
+ordered by time, ties in file order; without timestamps, in file order. An empty label means
+unlabelled (null); `labels`, if given, lists the allowed class names (the dataset's `labels`).
 
 Speed: Parquet files (typed columns) are read with column expressions (bench/streams.py:
 1M posts in ~1.5 s instead of ~45 s); if any record might be bad, the file is read again row
@@ -29,8 +30,10 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from ..posts import POST_SCHEMA, InputError, validate_posts
-from ._common import parse_datetime, read_csv_rows, require_file
+from ..posts import POST_SCHEMA, InputError, check_label, label_set, validate_posts
+from ._common import (
+    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TimeRange, parse_datetime, read_csv_rows, require_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +51,11 @@ def read(
     columns: Mapping[str, str] | None = None,
     labels: Sequence[str] | None = None,
     timestamp_format: str | None = None,
+    earliest_timestamp: str | datetime | None = EARLIEST_TIMESTAMP,
+    latest_timestamp: str | datetime | None = LATEST_TIMESTAMP,
 ) -> pl.DataFrame:
+    labels = label_set(labels)
+    span = TimeRange(earliest_timestamp, latest_timestamp)
     file = require_file(path)
     kind = FORMATS.get(file.suffix.lower())
     if kind is None:
@@ -61,11 +68,11 @@ def read(
         # Typed columns: a vectorised path (no Python object per post). It returns None as
         # soon as anything looks wrong; the row-by-row path below then reads the file again
         # and raises the exact error, naming the first bad record in file order.
-        fast = _parquet_fast(file, dataset, columns, labels, timestamp_format)
+        fast = _parquet_fast(file, dataset, columns, labels, timestamp_format, span)
         if fast is not None:
             return fast
     rows = {"csv": _csv_rows, "jsonl": _jsonl_rows, "parquet": _parquet_rows}[kind](file)
-    return _read_rows(rows, file, dataset, columns, labels, timestamp_format)
+    return _read_rows(rows, file, dataset, columns, labels, timestamp_format, span)
 
 
 def _read_rows(
@@ -73,14 +80,15 @@ def _read_rows(
     file: Path,
     dataset: str,
     columns: Mapping[str, str] | None,
-    labels: Sequence[str] | None,
+    labels: tuple[str, ...] | None,
     timestamp_format: str | None,
+    span: TimeRange,
 ) -> pl.DataFrame:
-    """The row-by-row path: checks each record in file order, so the first error is named."""
+    """The row-by-row path: checks each record in file order, so the first error is named
+    (timestamps out of range: the first one, with their count, once every row is read)."""
     fields: dict[str, list] = {f: [] for f in ("timeline_id", "post_id", "timestamp", "text",
                                                "label")}
     seen, mapping = {}, None
-    allowed = None if labels is None else set(labels)
     for where, row in rows:
         if mapping is None:  # resolved against the first row's columns
             mapping = _mapping(columns, row, file, where)
@@ -95,14 +103,14 @@ def _read_rows(
         seen[post_id] = where
         label = value.get("label")
         label = None if label is None or str(label) == "" else str(label)
-        if label is not None and allowed is not None and label not in allowed:
-            raise InputError(file, record, f"unknown label {label!r} (allowed {sorted(allowed)})")
+        check_label(label, labels, file, record)
         stamp = None
         if "timestamp" in mapping:
             raw = value["timestamp"]
             if isinstance(raw, date) and not isinstance(raw, datetime):
                 raw = datetime(raw.year, raw.month, raw.day)
             stamp = parse_datetime(raw, timestamp_format, file, record)
+            span.check(stamp, file, record)
         # Columns, not a dict per post: the table is built, sorted and numbered by polars.
         fields["timeline_id"].append(str(value["timeline_id"]))
         fields["post_id"].append(post_id)
@@ -111,6 +119,7 @@ def _read_rows(
         fields["label"].append(label)
     if mapping is None:
         raise InputError(file, "-", "empty: no posts")
+    span.raise_refused()
     frame = pl.DataFrame(fields, schema={f: POST_SCHEMA[f] for f in fields})
     return _finish(frame, dataset, file, labels, timed="timestamp" in mapping)
 
@@ -158,8 +167,9 @@ def _parquet_fast(
     file: Path,
     dataset: str,
     columns: Mapping[str, str] | None,
-    labels: Sequence[str] | None,
+    labels: tuple[str, ...] | None,
     timestamp_format: str | None,
+    span: TimeRange,
 ) -> pl.DataFrame | None:
     """The Parquet file as the canonical table with column expressions, or None when any
     record might be bad or a column type is not handled here (the row path then decides)."""
@@ -202,7 +212,7 @@ def _parquet_fast(
         return None
     if "timestamp" in mapping:
         stamps = _fast_timestamps(raw[mapping["timestamp"]], timestamp_format, file)
-        if stamps is None:
+        if stamps is None or not (span.contains(stamps.min()) and span.contains(stamps.max())):
             return None
     else:
         stamps = pl.Series([None] * raw.height, dtype=POST_SCHEMA["timestamp"])

@@ -11,7 +11,8 @@ Accepted layouts (chosen from what `path` is):
 
 A thread is a timeline: the source tweet first, then the replies by (parsed created_at, int(id)).
 Twitter ids grow with creation time, so the id breaks ties the way the tweets were posted.
-Labels follow the authors' switch rule (DESIGN.md §3), see `switch_labels`.
+Labels follow the authors' switch rule (DESIGN.md §3), see `switch_labels`. Tweets created
+outside [earliest_timestamp, latest_timestamp] are refused (see the package docstring).
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ from typing import Iterable, Sequence
 import polars as pl
 
 from ..posts import InputError, posts_from_records, validate_posts
-from ._common import load_json, parse_datetime, require_dir, require_file
+from ._common import (
+    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TimeRange, load_json, parse_datetime, require_dir,
+    require_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +114,17 @@ def read(
     path: str | os.PathLike,
     dataset: str = "lrs",
     annotations: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
+    earliest_timestamp: str | datetime | None = EARLIEST_TIMESTAMP,
+    latest_timestamp: str | datetime | None = LATEST_TIMESTAMP,
+    labels: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Read an LRS corpus (any accepted layout) into the canonical post table.
 
     `annotations`: subtask-A stance file(s) ({tweet_id: stance}); only for a bare thread tree
     (the release folder brings its own, conversations.json carries stances inline).
+    `labels`: the dataset's class names; a derived label outside them is an error.
     """
+    span = TimeRange(earliest_timestamp, latest_timestamp)
     path = Path(path)
     if not path.exists():
         raise InputError(path, "-", "no such file or folder")
@@ -135,13 +144,17 @@ def read(
         files = [annotations] if isinstance(annotations, (str, os.PathLike)) else annotations
         stances = _load_annotations([Path(f) for f in files])
         threads = [_read_thread(d, stances) for d in _thread_dirs(path)]
+    for _, source, replies in threads:
+        for tweet in [source] + replies:
+            span.check(tweet.time, tweet.origin, tweet.record)
+    span.raise_refused()
     records = _records(threads, path)
     if stances is not None:
         # Normal when reading part of a release with its full key; logged so it is never silent.
         unused = len(set(stances) - {r["post_id"] for r in records})
         if unused:
             log.info("LRS %s: %d annotated tweet(s) have no tweet file here", path, unused)
-    df = posts_from_records(records, dataset, path)
+    df = posts_from_records(records, dataset, path, labels=labels)
     return validate_posts(df, path, LABELS)
 
 
@@ -162,7 +175,8 @@ def _records(threads: list[tuple[str, _Tweet, list[_Tweet]]], path: Path) -> lis
         labels = switch_labels([t.stance for t in ordered])
         for i, (tweet, label) in enumerate(zip(ordered, labels)):
             records.append({"timeline_id": thread_id, "post_id": tweet.id, "timestamp": tweet.time,
-                            "text": tweet.text, "label": label, "order": i})
+                            "text": tweet.text, "label": label, "order": i,
+                            "where": (tweet.origin, tweet.record)})
     log.info("LRS %s: %d threads, %d tweets", path, len(threads), len(records))
     return records
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Sequence
 
 import polars as pl
 
@@ -26,7 +27,10 @@ COLUMNS = ("", "Person", "Conversation", "Class")
 ENCODING = "windows-1252"
 
 
-def read(path: str | os.PathLike, dataset: str = "topic_shift_mi") -> pl.DataFrame:
+def read(
+    path: str | os.PathLike, dataset: str = "topic_shift_mi", labels: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """`labels`: the dataset's class names; a mapped Class outside them is an error."""
     folder = require_dir(path)
     files = sorted(folder.glob("*.csv"))
     if not files:
@@ -43,7 +47,8 @@ def read(path: str | os.PathLike, dataset: str = "topic_shift_mi") -> pl.DataFra
     if dropped:
         log.info("topic_shift_mi %s: dropped %d row(s) with empty Person or Conversation",
                  folder, dropped)
-    return validate_posts(posts_from_records(records, dataset, folder), folder, LABELS)
+    df = posts_from_records(records, dataset, folder, labels=labels)
+    return validate_posts(df, folder, LABELS)
 
 
 def _read_conversation(file: Path) -> tuple[list[dict], int]:
@@ -65,7 +70,7 @@ def _read_conversation(file: Path) -> tuple[list[dict], int]:
             raise InputError(file, record, f"unknown Class {row['Class']!r} (expected 0, 1, 2)")
         records.append({"timeline_id": file.stem, "post_id": f"{file.stem}:{index}",
                         "timestamp": None, "text": row["Conversation"], "label": label,
-                        "order": index})
+                        "order": index, "where": (file, record)})
     if not records:
         raise InputError(file, "-", "empty timeline: no utterances")
     return records, dropped
