@@ -1,8 +1,13 @@
 # tempoformer: raw corpora → posts → windows/folds/embeddings → training runs → tables.
 # Run: snakemake --cores all   (another config: --configfile FILE, which replaces the default)
 import os
+import sys
 
 from snakemake.utils import min_version, validate
+
+# The workflow reads the package it ships with (model registry, code fingerprints), whatever
+# copy of it is installed.
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 min_version("9.0")
 

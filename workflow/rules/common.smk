@@ -11,6 +11,12 @@ FIGURES = config.get("figures", f"{RESULTS}/figures")
 DATASETS = config.get("datasets", {})
 MODELS = config.get("models", {})
 PACKAGE = os.path.join(workflow.basedir, "src", "tempoformer")
+# `--use-conda` (cluster users): the pinned environment, with this package installed into it by
+# envs/tempoformer.post-deploy.sh. Relative to the rule files.
+CONDA_ENV = "../../envs/tempoformer.yaml"
+
+from tempoformer.fingerprint import graph, settings_digest
+from tempoformer.models.registry import MODEL_TYPES, validate_params
 
 
 wildcard_constraints:
@@ -21,9 +27,11 @@ wildcard_constraints:
     seed=r"\d+",
 
 
-def code(*modules):
-    """Package modules a rule runs: editing one reruns exactly the rules that list it."""
-    return [os.path.join(PACKAGE, m) for m in modules]
+def code(subcommand, *modules):
+    """What decides a rerun of a job running `tempoformer <subcommand>`: a digest of the code it
+    runs, derived from the package's import graph (src/tempoformer/fingerprint.py), plus
+    `modules` (those the model registry names for a model type). A rule carries it as a param."""
+    return graph(PACKAGE).code_digest(subcommand, *modules)
 
 
 def _as_list(paths):
@@ -63,33 +71,29 @@ def _content_digest(paths):
     return digest.hexdigest()
 
 
-# What each model type's training job runs, beyond the shared training code.
-MODEL_CODE = {
-    "random": [],
-    "llm": ["llm/__init__.py", "llm/predict.py", "llm/prompts.py", "llm/generate.py", "llm/bucketing.py"],
-    "bert": ["models/post_transformer.py", "models/padding.py"],
-    "roberta": ["models/post_transformer.py", "models/padding.py"],
-    "ffn_history": ["models/ffn_history.py"],
-    "bilstm": ["models/bilstm.py"],
-    "swnu": ["models/swnu.py", "models/signature.py"],
-    "seqsignet": ["models/seqsignet.py", "models/swnu.py", "models/signature.py"],
-    "tempoformer": ["models/tempoformer.py", "models/rotary.py", "models/padding.py"],
-}
-TRAIN_CODE = ["training/run.py", "training/loop.py", "training/losses.py", "training/metrics.py", "device.py"]
-EMBEDDING_MODELS = {"ffn_history", "bilstm", "swnu", "seqsignet"}
-WINDOW_MODELS = EMBEDDING_MODELS | {"tempoformer", "llm"}
-GPU_MODELS = {"tempoformer", "bert", "roberta", "llm"}
-
-
 def model_type(model):
     """A model entry's type: its `type` key, or its name (`tempoformer_no_rope: {type: tempoformer}`)."""
     return MODELS[model].get("type", model)
+
+
+def model_spec(model):
+    return MODEL_TYPES[model_type(model)]
 
 
 def model_threads(model):
     return MODELS[model].get("threads", config["threads"])
 
 
+def switched_off(model):
+    """An LLM entry without a model path (the paper configs list them all, off until set)."""
+    return model_spec(model).kind == "llm" and not MODELS[model]["params"].get("model")
+
+
+def dataset_models(dataset):
+    return [m for m in DATASETS[dataset]["models"] if not switched_off(m)]
+
+
+# Start-up checks: every model a dataset runs exists, has a known type and valid params.
 for _dataset, _spec in DATASETS.items():
     for _model in _spec["models"]:
         if _model not in MODELS:
@@ -97,8 +101,12 @@ for _dataset, _spec in DATASETS.items():
         for _fold in MODELS[_model].get("folds", []):
             if _fold >= config["n_folds"]:
                 raise ValueError(f"config: models.{_model}.folds has {_fold}; folds are 0..{config['n_folds'] - 1}")
-        if model_type(_model) not in MODEL_CODE:
-            raise ValueError(f"config: models.{_model}.type {model_type(_model)!r} is not one of {sorted(MODEL_CODE)}")
+        if model_type(_model) not in MODEL_TYPES:
+            raise ValueError(f"config: models.{_model}.type {model_type(_model)!r} is not one of {sorted(MODEL_TYPES)}")
+        try:
+            validate_params(_model, model_type(_model), MODELS[_model].get("params", {}))
+        except ValueError as error:
+            raise ValueError(f"config: {error}") from None
 
 
 def run_dir(dataset, model, window, fold, seed):
@@ -117,9 +125,115 @@ def model_seeds(model):
 def all_runs():
     return [
         f"{run_dir(dataset, model, window, fold, seed)}/metrics.json"
-        for dataset, spec in DATASETS.items()
-        for model in spec["models"]
+        for dataset in DATASETS
+        for model in dataset_models(dataset)
         for window in MODELS[model]["windows"]
         for fold in model_folds(model)
         for seed in model_seeds(model)
     ]
+
+
+# Fingerprints: what a file was made from (code, settings, the raw corpus's content), chained
+# along the DAG. A finished run records its fingerprint in metrics.json; a run whose recorded
+# fingerprint equals the current one is up to date whatever the files' dates, and whether or
+# not the intermediate files exist (a fresh clone has the committed runs, not the posts), so
+# it is never planned. Each rule's settings come from the same functions as its fingerprint.
+def ingest_settings(dataset):
+    spec = DATASETS[dataset]
+    return {"format": spec["format"], "options": spec.get("options", {}), "labels": spec["labels"]}
+
+
+def folds_settings(dataset):
+    return {"n_folds": config["n_folds"], "seed": config["fold_seed"],
+            "dev_ratio": DATASETS[dataset].get("dev_ratio", 0.25)}
+
+
+def train_settings(model, dataset, window, fold, seed):
+    return {"type": model_type(model), "params": MODELS[model]["params"], "labels": DATASETS[dataset]["labels"],
+            "window": int(window), "fold": int(fold), "seed": int(seed)}
+
+
+def raw_fingerprint(dataset):
+    spec = DATASETS[dataset]
+    if "synthetic" in spec:
+        return settings_digest("synthetic-lrs", code("synthetic-lrs"), spec["synthetic"])
+    if spec.get("path"):
+        return content_digest(spec["path"])
+    return ""  # a packaged corpus (chitchat): its version is pinned with the environment
+
+
+@functools.lru_cache(maxsize=None)
+def posts_fingerprint(dataset):
+    return settings_digest("ingest", code("ingest"), dataset, ingest_settings(dataset), raw_fingerprint(dataset))
+
+
+def run_fingerprint(dataset, model, window, fold, seed):
+    spec, posts = model_spec(model), posts_fingerprint(dataset)
+    upstream = [settings_digest("folds", code("folds"), posts, folds_settings(dataset))]
+    if spec.needs_window:
+        upstream.append(settings_digest("windows", code("windows"), posts, int(window)))
+    if spec.needs_embeddings:
+        upstream.append(settings_digest("embed", code("embed"), posts, config["embedding_model"]))
+    return settings_digest("train", code("train", *spec.code_modules()),
+                           train_settings(model, dataset, window, fold, seed), posts, upstream)
+
+
+def recorded_fingerprint(run):
+    """The fingerprint a finished run recorded (None: not finished, or made before fingerprints)."""
+    try:
+        with open(f"{run}/metrics.json") as handle:
+            return json.load(handle).get("fingerprint")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+# ingest stage
+def raw_input(wildcards):
+    spec = DATASETS[wildcards.dataset]
+    if "synthetic" in spec:
+        return f"{RESULTS}/raw/{wildcards.dataset}"
+    return external(spec["path"]) if spec.get("path") else []
+
+
+def raw_digest(wildcards):
+    spec = DATASETS[wildcards.dataset]
+    return content_digest(spec["path"]) if spec.get("path") and "synthetic" not in spec else ""
+
+
+# train stage
+def train_inputs(w):
+    spec = model_spec(w.model)
+    inputs = {
+        "posts": f"{RESULTS}/{w.dataset}/posts.parquet",
+        "folds": f"{RESULTS}/{w.dataset}/folds.parquet",
+    }
+    if spec.needs_window:
+        inputs["streams"] = f"{RESULTS}/{w.dataset}/streams_w{w.window}.parquet"
+    if spec.needs_embeddings:
+        inputs["embeddings"] = f"{RESULTS}/{w.dataset}/sbert.npy"
+    run = run_dir(w.dataset, w.model, w.window, w.fold, w.seed)
+    recorded = recorded_fingerprint(run)
+    if recorded == run_fingerprint(w.dataset, w.model, w.window, w.fold, w.seed) \
+            and os.path.exists(f"{run}/predictions.parquet"):
+        # Up to date by content: the inputs' dates do not matter, nor whether they exist.
+        return {name: ancient(path) for name, path in inputs.items() if os.path.exists(path)}
+    if recorded is not None:
+        # Made from other code, settings or data: rerun, also where Snakemake's own record of
+        # the run is missing (a fresh clone) and file dates would not tell.
+        inputs["stale"] = f"{run}/.stale"
+    return inputs
+
+
+def optional_inputs(w, input):
+    return " ".join(
+        f"--{name} {input[name]}" for name in ("streams", "embeddings") if name in input.keys()
+    )
+
+
+# aggregate stage
+def table_files(n):
+    """Table n's files: md, csv and tex as data; html into the report with its caption."""
+    files = {f"table{n}_{ext}": f"{TABLES}/table{n}.{ext}" for ext in ("md", "csv", "tex")}
+    files[f"table{n}_html"] = report(f"{TABLES}/table{n}.html", caption=f"../report/table{n}.rst",
+                                     category="TempoFormer tables", labels={"table": f"Table {n}"})
+    return files

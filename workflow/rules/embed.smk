@@ -2,24 +2,27 @@
 
 
 rule embed:
+    conda:
+        CONDA_ENV
     input:
         posts=f"{RESULTS}/{{dataset}}/posts.parquet",
-        code=code("data/embed.py"),
     output:
         f"{RESULTS}/{{dataset}}/sbert.npy",
     params:
         model=config["embedding_model"],
         # Outlives the rule's output: a rerun (e.g. after an ingest change) encodes only new texts.
         cache=lambda w: f"{RESULTS}/{w.dataset}/sbert_cache.npz",
+        code=code("embed"),
     threads: config["threads"]
     # Cluster requests (profiles/slurm): a CPU job; memory (MB) and time (minutes) double with
     # each retry of a failed job.
     resources:
         mem_mb=lambda w, attempt: 4000 * 2 ** (attempt - 1),
         runtime=lambda w, attempt: 120 * 2 ** (attempt - 1),
-    retries: 2
     log:
         f"{RESULTS}/logs/{{dataset}}/embed.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/{{dataset}}/embed.tsv"
     shell:
-        "tempoformer embed --posts {input.posts} --model {params.model} --threads {threads}"
+        "exec tempoformer embed --posts {input.posts} --model {params.model} --threads {threads}"
         " --cache {params.cache} --output {output} 2> {log}"

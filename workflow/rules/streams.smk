@@ -2,29 +2,36 @@
 
 
 rule windows:
+    conda:
+        CONDA_ENV
     input:
         posts=f"{RESULTS}/{{dataset}}/posts.parquet",
-        code=code("data/windows.py", "data/posts.py"),
     output:
         f"{RESULTS}/{{dataset}}/streams_w{{window}}.parquet",
+    params:
+        code=code("windows"),
     log:
         f"{RESULTS}/logs/{{dataset}}/windows_w{{window}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/{{dataset}}/windows_w{{window}}.tsv"
     shell:
-        "tempoformer windows --posts {input.posts} --window {wildcards.window} --output {output} 2> {log}"
+        "exec tempoformer windows --posts {input.posts} --window {wildcards.window} --output {output} 2> {log}"
 
 
 rule folds:
+    conda:
+        CONDA_ENV
     input:
         posts=f"{RESULTS}/{{dataset}}/posts.parquet",
-        code=code("data/folds.py", "data/posts.py"),
     output:
         f"{RESULTS}/{{dataset}}/folds.parquet",
     params:
-        n_folds=config["n_folds"],
-        seed=config["fold_seed"],
-        dev_ratio=lambda w: DATASETS[w.dataset].get("dev_ratio", 0.25),
+        settings=lambda w: folds_settings(w.dataset),
+        code=code("folds"),
     log:
         f"{RESULTS}/logs/{{dataset}}/folds.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/{{dataset}}/folds.tsv"
     shell:
-        "tempoformer folds --posts {input.posts} --output {output} --n-folds {params.n_folds}"
-        " --dev-ratio {params.dev_ratio} --seed {params.seed} 2> {log}"
+        "exec tempoformer folds --posts {input.posts} --output {output} --n-folds {params.settings[n_folds]}"
+        " --dev-ratio {params.settings[dev_ratio]} --seed {params.settings[seed]} 2> {log}"

@@ -1,11 +1,6 @@
 """Entry points of the semantic change stage: plain functions (run_*) and their subcommands.
 
-Wiring into the `tempoformer` command (src/tempoformer/cli.py, in build_parser):
-
-    from .semantic_change.cli import register as register_semantic_change
-    register_semantic_change(sub)
-
-adds `semantic-change-synthetic`, `semantic-change-train`, `semantic-change-score` and
+`register` (called by the `tempoformer` command, src/tempoformer/cli.py) adds `semantic-change-synthetic`, `semantic-change-train`, `semantic-change-score` and
 `semantic-change-tables`. Bad input raises InputError/ValueError, which tempoformer's main()
 turns into an error message.
 """
@@ -19,22 +14,12 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..atomic import write_text_atomic
 from ..arguments import json_arg as _json
+from ..atomic import write_text_atomic
+from .methods import METHODS
 
 log = logging.getLogger(__name__)
 
-# Method name -> how time enters and whether the model is post-pretrained first.
-METHODS: dict[str, dict] = {
-    "plain": {"time": "none", "prepend": False, "train": False},
-    "plain_mlm": {"time": "none", "prepend": False, "train": True},
-    "temporal_attention": {"time": "attention", "prepend": False, "train": True},
-    "scaled_linear": {"time": "scaled_linear", "prepend": False, "train": True},
-    "scaled_exp": {"time": "scaled_exp", "prepend": False, "train": True},
-    "scaled_doc": {"time": "scaled_doc", "prepend": False, "train": True},
-    "prepend": {"time": "none", "prepend": True, "train": True},
-    "prepend_attention": {"time": "attention", "prepend": True, "train": True},
-}
 ATTENTION_KEYS = ("time_norm", "form", "time_init_std")
 
 
@@ -169,12 +154,28 @@ def run_tables(metrics: list[str | os.PathLike], out_dir: str | os.PathLike, dat
 # --------------------------------------------------------------------------- argparse
 
 
+def cmd_semantic_change_synthetic(a):
+    run_synthetic(a.output, a.options)
+
+
+def cmd_semantic_change_train(a):
+    run_train(a.data, a.name, a.method, a.settings, a.seed, a.output, a.threads, a.device)
+
+
+def cmd_semantic_change_score(a):
+    run_score(a.data, a.name, a.method, a.settings, a.seed, a.out_dir, a.model, a.threads, a.device)
+
+
+def cmd_semantic_change_tables(a):
+    run_tables(a.metrics, a.out_dir, a.datasets, a.backbone_label)
+
+
 def register(sub) -> None:
     """Add the semantic-change-* subcommands to an argparse subparsers object."""
     p = sub.add_parser("semantic-change-synthetic", help="write the embedded graded-change corpus (release layout)")
     p.add_argument("--output", required=True, help="folder to write")
     p.add_argument("--options", type=_json, default={}, help="build_synthetic options as JSON")
-    p.set_defaults(func=lambda a: run_synthetic(a.output, a.options))
+    p.set_defaults(func=cmd_semantic_change_synthetic)
 
     def common(p):
         p.add_argument("--data", type=_json, required=True, help="dataset spec as JSON (see load_dataset)")
@@ -189,19 +190,17 @@ def register(sub) -> None:
     p = sub.add_parser("semantic-change-train", help="MLM post-pretraining with time (one method, one seed)")
     common(p)
     p.add_argument("--output", required=True, help="model file to write (model.pt)")
-    p.set_defaults(func=lambda a: run_train(a.data, a.name, a.method, a.settings, a.seed, a.output,
-                                            a.threads, a.device))
+    p.set_defaults(func=cmd_semantic_change_train)
 
     p = sub.add_parser("semantic-change-score", help="change score per target, Pearson/Spearman vs truth")
     common(p)
     p.add_argument("--model", help="post-pretrained model.pt (methods that train)")
     p.add_argument("--out-dir", required=True)
-    p.set_defaults(func=lambda a: run_score(a.data, a.name, a.method, a.settings, a.seed, a.out_dir,
-                                            a.model, a.threads, a.device))
+    p.set_defaults(func=cmd_semantic_change_score)
 
     p = sub.add_parser("semantic-change-tables", help="Tables 2-4 of Rosin & Radinsky 2022, paper beside ours")
     p.add_argument("--metrics", nargs="+", required=True)
     p.add_argument("--datasets", type=_json, required=True, help='JSON {"dataset": "Eng" | null}')
     p.add_argument("--backbone-label", default="MiniLM-L6")
     p.add_argument("--out-dir", required=True)
-    p.set_defaults(func=lambda a: run_tables(a.metrics, a.out_dir, a.datasets, a.backbone_label))
+    p.set_defaults(func=cmd_semantic_change_tables)

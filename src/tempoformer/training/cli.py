@@ -13,6 +13,7 @@ def cmd_train(args):
     metrics = run_training(
         args.posts, args.folds, args.out_dir, args.model, args.params, args.labels, args.window,
         args.fold, args.seed, args.streams, args.embeddings, args.threads, args.device, args.type,
+        fingerprint=args.fingerprint,
     )
     logging.info("test macro-F1 %.4f (dev %.4f) in %.1f s", metrics["test"]["macro"],
                  metrics["dev_macro"], metrics["seconds"])
@@ -34,4 +35,6 @@ def register(sub) -> None:
     p.add_argument("--threads", type=int)
     p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
     p.add_argument("--out-dir", required=True)
+    p.add_argument("--fingerprint", help="what the run is made from (the workflow's digest of code, settings "
+                   "and data), recorded in metrics.json: a finished run with the current one is not rerun")
     p.set_defaults(func=cmd_train)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import json
 import logging
 import os
@@ -26,25 +25,14 @@ from ..data.folds import split_rows
 from ..data.posts import read_posts, write_parquet_atomic
 from ..data.windows import window_arrays
 from ..device import pick_device, set_threads
+from ..models.registry import TRAIN_DEFAULTS, ModelType, validate_params
+from ..models.registry import model_type as get_model_type
 from .loop import TrainSettings, fit, grid, predict_proba
 from .losses import focal_alpha
 from .metrics import f1_scores
 
 logger = logging.getLogger(__name__)
 
-# Stream-level models over SBERT embeddings: name → (module, class).
-STREAM_MODELS = {
-    "ffn_history": ("tempoformer.models.ffn_history", "FFNHistory"),
-    "bilstm": ("tempoformer.models.bilstm", "BiLSTM"),
-    "swnu": ("tempoformer.models.swnu", "SWNU"),
-    "seqsignet": ("tempoformer.models.seqsignet", "SeqSigNet"),
-}
-# Model types; a config entry names a model and gives its type (default: its name), so
-# ablations and variants are entries such as `tempoformer_no_rope: {type: tempoformer, ...}`.
-WINDOW_TRANSFORMERS = ("tempoformer",)
-POST_TRANSFORMERS = ("bert", "roberta")
-UNTRAINED = ("random", "llm")
-MODEL_TYPES = (*UNTRAINED, *STREAM_MODELS, *WINDOW_TRANSFORMERS, *POST_TRANSFORMERS)
 SETTINGS_FIELDS = {f.name for f in dataclasses.fields(TrainSettings)}
 
 
@@ -102,50 +90,35 @@ def stream_batcher(data: RunData):
     return make_batch
 
 
-def stream_setup(data: RunData, model: str, params: dict):
-    module, cls = STREAM_MODELS[model]
-    model_cls = getattr(importlib.import_module(module), cls)
+def stream_setup(data: RunData, spec: ModelType, params: dict):
+    """A stream baseline over the window's SBERT vectors: build(hp) -> model, make_batch."""
+    model_cls = spec.load()
+    make = getattr(model_cls, "from_params", model_cls)  # a model with a config dataclass, or plain kwargs
     fixed = {k: v for k, v in params.items() if k not in SETTINGS_FIELDS and k != "grid"}
 
     def build(hp: dict) -> torch.nn.Module:
         model_hp = {k: v for k, v in hp.items() if k not in SETTINGS_FIELDS}
-        return model_cls(
+        return make(
             input_dim=data.embeddings.shape[1], num_labels=len(data.labels), **fixed, **model_hp
         )
 
     return build, stream_batcher(data)
 
 
-def random_prior(data: RunData, seed: int) -> tuple[np.ndarray, dict]:
-    """Post-level Random baseline: labels drawn from the training fold's class distribution."""
-    prior = np.bincount(data.y[data.rows["train"]], minlength=len(data.labels)) / len(data.rows["train"])
-    rng = np.random.default_rng(seed)
-    pred = rng.choice(len(data.labels), size=len(data.rows["test"]), p=prior)
-    prob = np.eye(len(data.labels), dtype=np.float32)[pred]
-    dev_pred = rng.choice(len(data.labels), size=len(data.rows["dev"]), p=prior)
-    dev_macro = f1_scores(data.y[data.rows["dev"]], dev_pred, data.labels)["macro"]
-    return prob, {"selected": {"prior": prior.round(6).tolist()}, "dev_macro": dev_macro, "grid": []}
-
-
-def model_setup(data: RunData, model_type: str, params: dict, window: int):
+def model_setup(data: RunData, spec: ModelType, params: dict, window: int):
     """(build(hp) -> model, make_batch(rows) -> forward kwargs, default training settings)."""
-    if model_type in WINDOW_TRANSFORMERS:
-        build, make_batch = tempoformer_setup(data, params, window)
-        return build, make_batch, {"optimizer": "adamw", "schedule": "linear", "batching": "chunk"}
-    if model_type in POST_TRANSFORMERS:
-        from ..models.post_transformer import post_transformer_setup
-
-        build, make_batch = post_transformer_setup(data, params, window)
-        return build, make_batch, {"optimizer": "adamw", "schedule": "linear", "batching": "shuffle"}
-    build, make_batch = stream_setup(data, model_type, params)
-    return build, make_batch, {"optimizer": "adam", "schedule": "none", "batching": "shuffle"}
+    if spec.kind == "stream":
+        build, make_batch = stream_setup(data, spec, params)
+    else:
+        build, make_batch = spec.load()(data, params, window)
+    return build, make_batch, TRAIN_DEFAULTS[spec.kind]
 
 
-def search_grid(data: RunData, model_type: str, params: dict, window: int, seed: int, device: str,
+def search_grid(data: RunData, spec: ModelType, params: dict, window: int, seed: int, device: str,
                 checkpoints: Path | None = None, run_key: dict | None = None):
     """Train every grid point; return test probabilities of the best on dev, the best model
     and the search log. Each grid point checkpoints every epoch under `checkpoints`."""
-    build, make_batch, defaults = model_setup(data, model_type, params, window)
+    build, make_batch, defaults = model_setup(data, spec, params, window)
     settings_base = {**defaults, **{k: v for k, v in params.items() if k in SETTINGS_FIELDS}}
     alpha = focal_alpha(data.y[data.rows["train"]], len(data.labels))
     log, best = [], None
@@ -181,23 +154,21 @@ def _file_identity(*paths) -> list:
 def run_training(
     posts_path, folds_path, out_dir, model: str, params: dict, labels: list[str], window: int,
     fold: int, seed: int, streams_path=None, embeddings_path=None, threads: int | None = None,
-    device: str | None = None, model_type: str | None = None,
+    device: str | None = None, model_type: str | None = None, fingerprint: str | None = None,
 ) -> dict:
     model_type = model_type or model
-    if model_type not in MODEL_TYPES:
-        raise ValueError(f"unknown model type {model_type!r}; known: {', '.join(MODEL_TYPES)}")
+    spec = get_model_type(model_type)
+    validate_params(model, model_type, params)
     set_threads(threads)
     device = pick_device(device)
     started = time.perf_counter()
     data = load_run_data(posts_path, folds_path, fold, labels, streams_path, embeddings_path)
     out_dir = Path(out_dir)
     checkpoints = out_dir / "checkpoints"
-    if model_type == "random":
-        prob, search = random_prior(data, seed)
-    elif model_type == "llm":
-        from ..llm import llm_predict
-
-        prob, search = llm_predict(data, params, window, seed, device=device)
+    if spec.kind == "prior":
+        prob, search = spec.load()(data, seed)
+    elif spec.kind == "llm":
+        prob, search = spec.load()(data, params, window, seed, device=device)
     else:
         # A grid point's checkpoint depends on its own settings, not on the rest of the grid:
         # narrowing a grid resumes the points it keeps.
@@ -205,14 +176,10 @@ def run_training(
         run_key = {"model": model_type, "params": shared, "labels": labels, "window": window,
                    "fold": fold, "seed": seed,
                    "inputs": _file_identity(posts_path, folds_path, streams_path, embeddings_path)}
-        prob, net, search = search_grid(data, model_type, params, window, seed, device, checkpoints, run_key)
-        if model_type in WINDOW_TRANSFORMERS and params.get("save_model", True):
+        prob, net, search = search_grid(data, spec, params, window, seed, device, checkpoints, run_key)
+        if spec.saver and params.get("save_model", True):
             # what `tempoformer predict` needs: weights, config, label names, tokenizer
-            from ..data.embed import backbone_path
-            from ..serving.saved_model import save_trained
-
-            save_trained(out_dir / "model", net, data.labels, window, params.get("max_tokens", 128),
-                         backbone_path(params.get("backbone", "minilm")))
+            spec.load_saver()(out_dir / "model", net, data.labels, window, params)
     test_rows = data.rows["test"]
     pred = prob.argmax(1)
     scores = f1_scores(data.y[test_rows], pred, data.labels)
@@ -230,6 +197,7 @@ def run_training(
         "seed": seed, "labels": data.labels, "test": scores,
         "n": {split: int(len(rows)) for split, rows in data.rows.items()},
         "device": device, "seconds": round(time.perf_counter() - started, 2), **search,
+        "fingerprint": fingerprint,
     }
     write_parquet_atomic(predictions, out_dir / "predictions.parquet")
     write_text_atomic(out_dir / "metrics.json", json.dumps(metrics, indent=1))

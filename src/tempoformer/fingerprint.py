@@ -1,0 +1,229 @@
+"""Content fingerprints that decide when a job reruns: the code a job runs, derived from the
+package's import graph, and the settings and data it reads.
+
+The workflow (workflow/rules/common.smk) reads this module while it builds the DAG; no job
+imports it.
+
+Code: each subcommand `x-y` is implemented by a function `cmd_x_y` in its stage's `cli.py`. A
+rule's code is that function plus the transitive closure of the package modules it imports (an
+import anywhere in a module counts, the lazy ones inside functions too, and importing
+`a.b.c` runs the `__init__` of `a` and `a.b`). Model types add the modules the registry names
+for them. The digest of that closure is taken over the modules' *contents*, with the module
+paths of the package's own imports (and module names in strings, as the registry has them)
+blanked out, plus the graph's edges between contents. So:
+- a changed byte anywhere in a module a job runs (code, comment, a lazily imported helper)
+  changes the digest and reruns the job and what follows from it;
+- moving or renaming a module, and fixing the imports that name it, changes no digest and
+  reruns nothing;
+- a module the job never imports (another model's, another stage's) is not part of it.
+
+Data files inside the package (the paper's numbers) count as read by a module that names the
+file, or its folder, in a string (`Path(__file__).with_name("paper")`). What a digest does not
+cover: installed libraries (torch, transformers: the pinned environment and Snakemake's
+software-env trigger cover those).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "tempoformer"
+
+
+@dataclass(frozen=True)
+class Node:
+    digest: str  # sha256 of the normalised source
+    imports: frozenset[str]  # package modules it imports
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+class ModuleGraph:
+    """Every module of the package under `package_dir`, parsed once."""
+
+    def __init__(self, package_dir: str | os.PathLike):
+        self.root = Path(package_dir).resolve()
+        self.sources: dict[str, tuple[str, bool]] = {}  # module -> (source, is_package)
+        for path in sorted(self.root.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            self.sources[_module_name(path, self.root)] = (path.read_text(), path.name == "__init__.py")
+        # Data files inside the package (the paper's numbers): a node each, named by path. A
+        # module that names one, or its folder, in a string reads it.
+        self.data_files: dict[Path, list[str]] = {}  # file or folder -> data nodes under it
+        self.nodes: dict[str, Node] = {}
+        for path in sorted(self.root.rglob("*")):
+            if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts:
+                key = "data:" + path.relative_to(self.root).as_posix()
+                self.nodes[key] = Node(hashlib.sha256(path.read_bytes()).hexdigest(), frozenset())
+                for holder in (path, *path.parents):
+                    if holder == self.root:
+                        break
+                    self.data_files.setdefault(holder, []).append(key)
+        self.nodes.update({name: self._node(name, *self.sources[name]) for name in self.sources})
+
+    def _package_module(self, dotted: str) -> str | None:
+        """The package module `dotted` names, or for `pkg.mod.attr` the module `pkg.mod`."""
+        while dotted and dotted.split(".")[0] == PACKAGE:
+            if dotted in self.sources:
+                return dotted
+            dotted = dotted.rpartition(".")[0]
+        return None
+
+    def _node(self, module: str, source: str, is_package: bool, segment: ast.AST | None = None) -> Node:
+        tree = ast.parse(source)
+        scope = segment if segment is not None else tree
+        edits, imports = [], set()
+        data = source.encode()
+        offsets = [0]  # byte offset of each line: ast's col_offset counts UTF-8 bytes
+        for line in data.splitlines(keepends=True):
+            offsets.append(offsets[-1] + len(line))
+
+        def span(n):
+            return offsets[n.lineno - 1] + n.col_offset, offsets[n.end_lineno - 1] + n.end_col_offset
+
+        # the module-level imports of a function's module run too
+        nodes = list(ast.walk(scope))
+        if segment is not None:
+            nodes += [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        for n in nodes:
+            if isinstance(n, ast.ImportFrom):
+                target = _resolve(n, module, is_package)
+                found = []
+                for alias in n.names:  # `from . import x` imports the submodule x
+                    sub = self._package_module(f"{target}.{alias.name}")
+                    if sub and sub == f"{target}.{alias.name}":
+                        found.append(sub)
+                base = self._package_module(target)
+                if base or found:
+                    imports.update(found or [base])
+                    names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in n.names)
+                    if segment is None or _inside(n, segment):
+                        edits.append((*span(n), f"import {names}"))
+            elif isinstance(n, ast.Import):
+                found = [m for a in n.names if (m := self._package_module(a.name))]
+                if found:
+                    imports.update(found)
+                    if segment is None or _inside(n, segment):
+                        edits.append((*span(n), "import " + ", ".join(a.asname or "" for a in n.names)))
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                name = n.value.split(":")[0]
+                if name.split(".")[0] == PACKAGE and self._package_module(name) == name:
+                    edits.append((*span(n), '"<module>"'))  # a module named in a string: no edge
+                elif n.value and "/" not in n.value:
+                    imports.update(self.data_files.get(self._folder(module, is_package) / n.value, []))
+        for parent in [i for i in imports if not i.startswith("data:")]:  # a.b.c runs a/__init__, a/b/__init__
+            parts = parent.split(".")
+            imports.update(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in self.sources)
+        start, end = span(segment) if segment is not None else (0, len(data))
+        text = b""
+        cursor = start
+        for a, b, replacement in sorted(e for e in edits if start <= e[0] and e[1] <= end):
+            if a < cursor:
+                continue  # nested in an edit already made
+            text += data[cursor:a] + replacement.encode()
+            cursor = b
+        text += data[cursor:end]
+        imports.discard(module)
+        return Node(hashlib.sha256(text).hexdigest(), frozenset(imports))
+
+    def _folder(self, module: str, is_package: bool) -> Path:
+        parts = module.split(".")[1:] if is_package else module.split(".")[1:-1]
+        return self.root.joinpath(*parts)
+
+    def function_node(self, module: str, function: str) -> Node:
+        """A function, with the module's other top-level definitions it uses (by name, in turn)."""
+        source, is_package = self.sources[module]
+        body = {}
+        for n in ast.parse(source).body:
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+                body[n.name] = n
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+                for target in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    if isinstance(target, ast.Name):
+                        body[target.id] = n
+        if function not in body:
+            raise ValueError(f"{module} has no function {function}")
+        used, todo = [], [function]
+        while todo:
+            name = todo.pop()
+            if name in body and body[name] not in used:
+                used.append(body[name])
+                todo.extend(n.id for n in ast.walk(body[name]) if isinstance(n, ast.Name))
+        nodes = [self._node(module, source, is_package, segment=n) for n in used]
+        digest = hashlib.sha256("".join(n.digest for n in nodes).encode()).hexdigest()
+        return Node(digest, frozenset().union(*(n.imports for n in nodes)))
+
+    def closure(self, modules) -> set[str]:
+        """The modules (and data files) `modules` reach, with the packages that hold them."""
+        todo = list(modules)
+        for m in modules:  # importing a.b.c runs a/__init__ and a/b/__init__
+            parts = m.split(".")
+            todo += [".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in self.sources]
+        seen = set()
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo.extend(self.nodes[m].imports)
+        return seen
+
+    def digest(self, roots: list[Node], modules=()) -> str:
+        """Digest of root nodes (functions) and every module they and `modules` reach."""
+        reach = self.closure([*modules, *(i for r in roots for i in r.imports)])
+        # sets of contents and of edges between contents: where a module lives (its name, its
+        # package) is not part of what it does
+        contents = sorted({r.digest for r in roots} | {self.nodes[m].digest for m in reach})
+        edges = sorted({f"{self.nodes[a].digest}>{self.nodes[b].digest}" for a in reach for b in self.nodes[a].imports}
+                       | {f"{r.digest}>{self.nodes[b].digest}" for r in roots for b in r.imports})
+        return hashlib.sha256(json.dumps([contents, edges]).encode()).hexdigest()
+
+    def subcommand(self, name: str) -> Node:
+        """The function that implements subcommand `name`: `cmd_<name>` in a stage's cli.py."""
+        function = "cmd_" + name.replace("-", "_")
+        for module, (source, _) in self.sources.items():
+            if module.endswith(".cli") and f"def {function}(" in source:
+                return self.function_node(module, function)
+        raise ValueError(f"no stage cli.py of {self.root} defines {function} (subcommand {name!r})")
+
+    def code_digest(self, subcommand: str, *modules: str) -> str:
+        """What decides a rerun of a job that runs `tempoformer <subcommand>`, with `modules`
+        (dotted names: those the model registry names for a model type) on top."""
+        missing = [m for m in modules if m not in self.sources]
+        if missing:
+            raise ValueError(f"modules {missing} are not in {self.root}")
+        return self.digest([self.subcommand(subcommand)], modules)
+
+
+def _inside(node: ast.AST, outer: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
+        (node.end_lineno, node.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
+
+
+@functools.lru_cache(maxsize=None)
+def graph(package_dir: str) -> ModuleGraph:
+    return ModuleGraph(package_dir)
+
+
+def settings_digest(*parts) -> str:
+    """A short digest of JSON-able settings (a fingerprint chain's links)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
