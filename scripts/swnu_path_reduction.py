@@ -32,7 +32,7 @@ import torch
 
 from tempoformer.training.losses import focal_alpha
 from tempoformer.training.metrics import f1_scores
-from tempoformer.models.swnu import SWNU, SWNUnit, previous_gap
+from tempoformer.models.swnu import SWNU, SWNUnit, previous_gap, SWNUConfig
 from tempoformer.training.run import load_run_data, stream_batcher
 from tempoformer.training.loop import TrainSettings, fit, predict_proba
 from tempoformer.data.windows import window_arrays
@@ -42,7 +42,7 @@ class ReducedPathSWNU(SWNU):
     """SWNU whose unit reads `path_x` (reduced vectors) while the head reads the full `x`."""
 
     def __init__(self, path_dim: int, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(SWNUConfig(**kwargs))
         unit = self.swnu
         self.swnu = SWNUnit(path_dim, unit.conv.out_channels, unit.hidden_dim, unit.sig_depth,
                             unit.pooling, unit.time_scale)
@@ -129,7 +129,7 @@ def main() -> None:
         start = time.time()
         for variant, make_batch in variants.items():
             torch.manual_seed(seed)  # as search_grid: the same initial draw for both variants
-            net = SWNU(**model_kwargs) if variant == "pipeline" else ReducedPathSWNU(reduced.shape[1], **model_kwargs)
+            net = SWNU.from_params(**model_kwargs) if variant == "pipeline" else ReducedPathSWNU(reduced.shape[1], **model_kwargs)
             fit(net, make_batch, data.y, data.rows["train"], data.rows["dev"], alpha, labels, settings, seed, "cpu")
             prob = predict_proba(net, make_batch, data.rows["test"], "cpu", 64)
             macro[variant] = 100 * f1_scores(data.y[data.rows["test"]], prob.argmax(1), labels)["macro"]

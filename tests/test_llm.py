@@ -247,3 +247,76 @@ def test_stream_examples_show_times_only_when_the_timeline_has_them(make_posts):
     assert ExampleMaker(data, "stream", "none", None)(np.array([1]))[0].history == ["post 0 of a"]
     assert ExampleMaker(data, "post", "gap", None)(np.array([2]))[0].history == []
     assert not ExampleMaker(data, "stream", "gap", None).has_times(np.array([3, 4, 5]))
+
+
+def test_run_training_writes_llm_predictions_for_every_test_post(tmp_path, make_posts):
+    """End to end through the training entry point: a stream-level, 1-shot LLM entry on saved
+    posts, folds and windows -> metrics.json and predictions.parquet."""
+    import json
+
+    import polars as pl
+
+    from tempoformer.data.folds import make_folds, split_rows
+    from tempoformer.data.posts import write_parquet_atomic
+    from tempoformer.training.run import run_training
+
+    rng = np.random.default_rng(3)
+    posts = make_posts({f"t{k}": [(60 * i, "Sw" if rng.random() < 0.35 else "N-Sw") for i in range(6)]
+                        for k in range(10)}, dataset="lrs_toy")
+    for name, table in (("posts", posts), ("folds", make_folds(posts, 5, 0.25, 0)),
+                        ("streams", build_windows(posts, 3))):
+        write_parquet_atomic(table, tmp_path / f"{name}.parquet")
+    lm = tiny_lm(tmp_path / "lm", answer="switch")
+    out = tmp_path / "run"
+    metrics = run_training(
+        tmp_path / "posts.parquet", tmp_path / "folds.parquet", out, "tiny_s_1shot",
+        {"model": lm, "level": "stream", "shots": 1, "max_new_tokens": 2, "batch_size": 4},
+        LABELS, 3, fold=2, seed=0, streams_path=tmp_path / "streams.parquet", threads=1, device="cpu",
+        model_type="llm",
+    )
+    test_rows = split_rows(posts, pl.read_parquet(tmp_path / "folds.parquet"), 2)["test"]
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["test"] == metrics["test"] and saved["type"] == "llm" and saved["model"] == "tiny_s_1shot"
+    assert saved["n"]["test"] == len(test_rows) > 0
+    assert saved["selected"]["level"] == "stream" and saved["selected"]["window"] == 3
+    assert saved["llm"]["n"] == len(test_rows) and saved["llm"]["unmatched"] == 0
+    assert saved["llm"]["fallback"] == "N-Sw"
+    preds = pl.read_parquet(out / "predictions.parquet")
+    assert sorted(preds["post_id"]) == sorted(posts["post_id"].to_numpy()[test_rows])
+    assert set(preds["pred"]) <= set(LABELS) and set(preds["gold"]) <= set(LABELS)
+    # the LM always answers "switch", so every prediction is the LLM's, not the fallback (N-Sw)
+    assert (preds["pred"] == "Sw").all() and (preds["prob_Sw"] == 1.0).all()
+    assert not (out / "checkpoints").exists()
+
+
+PAPER_CONFIGS = ("lrs", "topic_shift_mi", "talklife")
+
+
+@pytest.mark.parametrize("config", PAPER_CONFIGS)
+def test_paper_configs_list_the_llm_rows_switched_off(config):
+    """Each paper config has Table 2's LLM rows (plus Llama2-S 10-shot) as `llm` entries of its
+    dataset, valid, named as the tables' rows, and off until `model` is set."""
+    from pathlib import Path
+
+    import yaml
+
+    from tempoformer.models.registry import validate_params
+    from tempoformer.reporting.tables import MODEL_ORDER
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((root / "config" / f"{config}.yaml").read_text())
+    (dataset,) = cfg["datasets"].values()
+    llms = {m: cfg["models"][m] for m in dataset["models"] if cfg["models"][m].get("type") == "llm"}
+    expected = {(llm, level, shots) for llm in ("llama2", "mistral") for level in ("u", "s") for shots in (5, 10)}
+    assert {tuple(re.fullmatch(r"(\w+?)_7b_([us])_(\d+)shot", m).groups()) for m in llms} == \
+        {(llm, level, str(shots)) for llm, level, shots in expected}
+    for name, entry in llms.items():
+        params = entry["params"]
+        validate_params(name, "llm", params)
+        assert params["model"] is None  # off: the workflow skips it
+        stream = "_s_" in name
+        assert params["level"] == ("stream" if stream else "post")
+        assert entry["windows"] == ([5] if stream else [1])  # the paper's S history: window 5
+        assert params["shots"] == int(re.search(r"(\d+)shot", name).group(1))
+        assert params["style"] == name.split("_")[0]
+        assert name in MODEL_ORDER or name == "llama2_7b_s_10shot"  # the one row the paper lacks

@@ -162,6 +162,9 @@ def validate_params(model: str, type_name: str, params: dict) -> None:
         if not _matches(value, accepted[key]):
             raise ValueError(f"{at}.{key}: {value!r} is not of type {_type_name(accepted[key])}")
 
+    both = set(params) & set(params.get("grid") or {})
+    if both:
+        raise ValueError(f"{where}: {', '.join(sorted(both))} both fixed and in the grid; give each in one place")
     for key, value in params.items():
         if key == "grid":
             if spec.kind not in TRAINED_KINDS:

@@ -15,46 +15,57 @@ as listed in `tempoformer.models.swnu`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tempoformer.models.bilstm import packed_lstm
-from tempoformer.models.swnu import SWNUnit, feedforward, previous_gap
+from tempoformer.models.swnu import (
+    FromParams,
+    SWNUConfig,
+    SWNUnit,
+    feedforward,
+    previous_gap,
+)
 
 
-class SeqSigNet(nn.Module):
-    def __init__(
-        self,
-        input_dim: int,
-        num_labels: int,
-        conv_dim: int,
-        swnu_hidden_dim: int,
-        lstm_hidden_dim: int,
-        ffn_hidden_dims: int | Sequence[int],
-        dropout: float = 0.1,
-        unit_size: int = 5,
-        unit_shift: int = 3,
-        sig_depth: int = 3,
-        pooling: str = "signature",
-        concat_time: bool = True,
-        time_scale: float = 0.1,
-    ):
+@dataclass(kw_only=True)
+class SeqSigNetConfig(SWNUConfig):
+    """SWNU's settings (the shared unit and the head) plus the split into units and the BiLSTM
+    over them."""
+
+    lstm_hidden_dim: int  # the BiLSTM over the units' vectors
+    unit_size: int = 5  # posts per unit (sig-networks' window_size)
+    unit_shift: int = 3  # posts between consecutive units (sig-networks' shift)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 1 <= self.unit_shift <= self.unit_size:
+            raise ValueError(
+                f"need 1 <= unit_shift <= unit_size, got {self.unit_shift}, {self.unit_size}"
+            )
+
+
+class SeqSigNet(FromParams, nn.Module):
+    config_class = SeqSigNetConfig
+
+    def __init__(self, config: SeqSigNetConfig):
         super().__init__()
-        if not 1 <= unit_shift <= unit_size:
-            raise ValueError(f"need 1 <= unit_shift <= unit_size, got {unit_shift}, {unit_size}")
-        self.unit_size = unit_size
-        self.unit_shift = unit_shift
-        self.concat_time = concat_time
-        self.time_scale = time_scale
-        self.swnu = SWNUnit(input_dim, conv_dim, swnu_hidden_dim, sig_depth, pooling, time_scale)
+        self.config = config
+        self.unit_size = config.unit_size
+        self.unit_shift = config.unit_shift
+        self.concat_time = config.concat_time
+        self.time_scale = config.time_scale
+        # Unit, stream BiLSTM, head: the committed runs' creation order (same seed, same weights).
+        self.swnu = SWNUnit(config.input_dim, config.conv_dim, config.swnu_hidden_dim,
+                            config.sig_depth, config.pooling, config.time_scale)
         self.lstm = nn.LSTM(
-            self.swnu.output_dim, lstm_hidden_dim, batch_first=True, bidirectional=True
+            self.swnu.output_dim, config.lstm_hidden_dim, batch_first=True, bidirectional=True
         )
-        head_dim = lstm_hidden_dim + input_dim + int(concat_time)
-        self.ffn = feedforward(head_dim, ffn_hidden_dims, num_labels, dropout)
+        head_dim = config.lstm_hidden_dim + config.input_dim + int(config.concat_time)
+        self.ffn = feedforward(head_dim, config.ffn_hidden_dims, config.num_labels, config.dropout)
 
     def split_units(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor):
         """[B, w, ...] -> [B, n, unit_size, ...], oldest unit first, last unit ending at the

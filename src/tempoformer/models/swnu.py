@@ -1,8 +1,8 @@
 """SWNU stream baseline: Signature Window Network Unit (Tseriotou et al. 2023, sig-networks).
 
-`SWNUnit` is sig-networks' `SWNU` and `SWNU` (the classifier the training code builds) is its
-`SWNUNetwork`, composed as in the sig-networks paper scripts (log-signature of depth 3, BiLSTM
-inside the unit, "signature" pooling, concatenation head):
+`SWNUnit` is sig-networks' `SWNU` and `SWNU` (the classifier the training code builds, from an
+`SWNUConfig`) is its `SWNUNetwork`, composed as in the sig-networks paper scripts (log-signature
+of depth 3, BiLSTM inside the unit, "signature" pooling, concatenation head):
 
   embeddings [B, w, D] --Conv1d(k=3) + tanh--> [B, w, conv_dim]      dimension reduction
   append the time channel                    -> path [B, w, conv_dim + 1]
@@ -27,6 +27,7 @@ Where this differs from sig-networks:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -39,6 +40,41 @@ from tempoformer.models.signature import (
 )
 
 POOLINGS = ("signature", "lstm")
+
+
+@dataclass(kw_only=True)
+class SWNUConfig:
+    """The SWNU baseline's settings; `SeqSigNetConfig` adds its unit split and stream BiLSTM.
+
+    A config's `params` are these fields but for `input_dim` and `num_labels`, which the run
+    supplies (the SBERT size and the label count). Defaults are the sig-networks scripts'.
+    """
+
+    input_dim: int  # post embedding size
+    num_labels: int
+    conv_dim: int  # width the Conv1d reduces each embedding to
+    swnu_hidden_dim: int  # the unit's BiLSTM size
+    ffn_hidden_dims: int | list[int]  # the classifier head's hidden layers
+    dropout: float = 0.1
+    sig_depth: int = 3  # log-signature depth, in the unit and in its pooling
+    pooling: str = "signature"  # "signature" | "lstm" (the unit BiLSTM's final states)
+    concat_time: bool = True  # the time gap to the previous post at the head's input
+    time_scale: float = 0.1  # factor on the time channel (log-gaps or post distances)
+
+    def __post_init__(self):
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+
+
+class FromParams:
+    """`Model.from_params(input_dim=..., num_labels=..., **params)`: the model built from its
+    config's fields as keyword arguments, the way the training code builds stream baselines."""
+
+    config_class: type
+
+    @classmethod
+    def from_params(cls, **params):
+        return cls(cls.config_class(**params))
 
 
 def feedforward(
@@ -116,29 +152,23 @@ class SWNUnit(nn.Module):
         return path_log_signature(out, self.sig_depth, real_first)
 
 
-class SWNU(nn.Module):
+class SWNU(FromParams, nn.Module):
     """The SWNU baseline (sig-networks `SWNUNetwork`): one unit over the whole window, plus the
     current post embedding (and time gap) -> FFN classifier."""
 
-    def __init__(
-        self,
-        input_dim: int,
-        num_labels: int,
-        conv_dim: int,
-        swnu_hidden_dim: int,
-        ffn_hidden_dims: int | Sequence[int],
-        dropout: float = 0.1,
-        sig_depth: int = 3,
-        pooling: str = "signature",
-        concat_time: bool = True,
-        time_scale: float = 0.1,
-    ):
+    config_class = SWNUConfig
+
+    def __init__(self, config: SWNUConfig):
         super().__init__()
-        self.concat_time = concat_time
-        self.time_scale = time_scale
-        self.swnu = SWNUnit(input_dim, conv_dim, swnu_hidden_dim, sig_depth, pooling, time_scale)
-        head_dim = self.swnu.output_dim + input_dim + int(concat_time)
-        self.ffn = feedforward(head_dim, ffn_hidden_dims, num_labels, dropout)
+        self.config = config
+        self.concat_time = config.concat_time
+        self.time_scale = config.time_scale
+        # Submodules are created in this order (unit, then head) so a seed draws the same
+        # initial weights as the committed runs did.
+        self.swnu = SWNUnit(config.input_dim, config.conv_dim, config.swnu_hidden_dim,
+                            config.sig_depth, config.pooling, config.time_scale)
+        head_dim = self.swnu.output_dim + config.input_dim + int(config.concat_time)
+        self.ffn = feedforward(head_dim, config.ffn_hidden_dims, config.num_labels, config.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
         parts = [self.swnu(x, mask, time), x[:, -1]]
