@@ -54,3 +54,34 @@ def test_bad_config_key_is_named(tmp_path):
     result = snakemake(tmp_path, bad, "-n")
     assert result.returncode != 0
     assert "windowz" in result.stdout + result.stderr
+
+
+def _dry_run_with(tmp_path, change, *args):
+    settings = yaml.safe_load((REPO / "config" / "tiny.yaml").read_text())
+    change(settings)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return snakemake(tmp_path, path, "-n", *args)
+
+
+def test_misspelt_or_mistyped_model_param_stops_before_any_job(tmp_path):
+    """params are checked against the model registry at start-up, naming the model and key."""
+    result = _dry_run_with(tmp_path, lambda s: s["models"]["tempoformer"]["params"].update(epochz=50))
+    assert result.returncode != 0
+    assert "models.tempoformer.params: unknown key 'epochz'" in result.stdout + result.stderr
+    result = _dry_run_with(tmp_path, lambda s: s["models"]["ffn_history"]["params"].update(epochs="five"))
+    assert result.returncode != 0
+    assert "models.ffn_history.params.epochs: 'five' is not of type int" in result.stdout + result.stderr
+
+
+def test_numeric_jobs_run_with_portable_kernels_and_the_configured_threads(tmp_path):
+    portable = _dry_run_with(tmp_path, lambda s: None, "-p")
+    assert portable.returncode == 0, portable.stderr[-2000:]
+    train = [line for line in portable.stdout.splitlines() if " tempoformer train " in line]
+    assert train and all("exec env MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 tempoformer" in line
+                         for line in train)
+    # --cores 1 scales Snakemake's thread count down; torch still gets the configured threads
+    fast = _dry_run_with(tmp_path, lambda s: s.update(portable_kernels=False, threads=2), "-p", "--cores", "1")
+    assert fast.returncode == 0, fast.stderr[-2000:]
+    embed = [line for line in fast.stdout.splitlines() if " tempoformer embed " in line]
+    assert embed and all("exec env  tempoformer embed" in line and "--threads 2" in line for line in embed)

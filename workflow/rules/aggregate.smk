@@ -72,6 +72,8 @@ rule diversity:
     output:
         f"{RESULTS}/{{dataset}}/diversity.json",
     params:
+        kernels=KERNELS,
+        torch_threads=config["threads"],
         code=code("diversity"),
         **DIVERSITY,
     threads: config["threads"]
@@ -80,9 +82,9 @@ rule diversity:
     benchmark:
         f"{RESULTS}/benchmarks/{{dataset}}/diversity.tsv"
     shell:
-        "exec tempoformer diversity --posts {input.posts} --embeddings {input.embeddings} --folds {input.folds}"
+        "exec env {params.kernels} tempoformer diversity --posts {input.posts} --embeddings {input.embeddings} --folds {input.folds}"
         " --backbone {params.backbone:q} --layer {params.layer} --max-pairs {params.max_pairs}"
-        " --max-tokens {params.max_tokens} --seed {params.seed} --threads {threads}"
+        " --max-tokens {params.max_tokens} --seed {params.seed} --threads {params.torch_threads}"
         " --output {output} 2> {log}"
 
 

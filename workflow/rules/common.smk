@@ -14,6 +14,9 @@ PACKAGE = os.path.join(workflow.basedir, "src", "tempoformer")
 # `--use-conda` (cluster users): the pinned environment, with this package installed into it by
 # envs/tempoformer.post-deploy.sh. Relative to the rule files.
 CONDA_ENV = "../../envs/tempoformer.yaml"
+# Numeric jobs start through `env` with these variables: the same kernels (and so the same
+# numbers) on every x86-64 CPU with AVX2 (README, "What matches across machines").
+KERNELS = "MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2" if config["portable_kernels"] else ""
 
 from tempoformer.fingerprint import graph, settings_digest
 from tempoformer.models.registry import MODEL_TYPES, validate_params
@@ -150,7 +153,8 @@ def folds_settings(dataset):
 
 def train_settings(model, dataset, window, fold, seed):
     return {"type": model_type(model), "params": MODELS[model]["params"], "labels": DATASETS[dataset]["labels"],
-            "window": int(window), "fold": int(fold), "seed": int(seed)}
+            "window": int(window), "fold": int(fold), "seed": int(seed), "threads": model_threads(model),
+            "kernels": KERNELS}
 
 
 def raw_fingerprint(dataset):
@@ -173,7 +177,7 @@ def run_fingerprint(dataset, model, window, fold, seed):
     if spec.needs_window:
         upstream.append(settings_digest("windows", code("windows"), posts, int(window)))
     if spec.needs_embeddings:
-        upstream.append(settings_digest("embed", code("embed"), posts, config["embedding_model"]))
+        upstream.append(settings_digest("embed", code("embed"), posts, config["embedding_model"], KERNELS))
     return settings_digest("train", code("train", *spec.code_modules()),
                            train_settings(model, dataset, window, fold, seed), posts, upstream)
 

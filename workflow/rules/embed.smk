@@ -9,6 +9,8 @@ rule embed:
     output:
         f"{RESULTS}/{{dataset}}/sbert.npy",
     params:
+        kernels=KERNELS,
+        torch_threads=config["threads"],
         model=config["embedding_model"],
         # Outlives the rule's output: a rerun (e.g. after an ingest change) encodes only new texts.
         cache=lambda w: f"{RESULTS}/{w.dataset}/sbert_cache.npz",
@@ -24,5 +26,5 @@ rule embed:
     benchmark:
         f"{RESULTS}/benchmarks/{{dataset}}/embed.tsv"
     shell:
-        "exec tempoformer embed --posts {input.posts} --model {params.model} --threads {threads}"
+        "exec env {params.kernels} tempoformer embed --posts {input.posts} --model {params.model} --threads {params.torch_threads}"
         " --cache {params.cache} --output {output} 2> {log}"

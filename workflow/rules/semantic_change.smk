@@ -35,6 +35,7 @@ rule semantic_change_train:
     output:
         f"{SC_RESULTS}/{{sc_dataset}}/{{sc_method}}/seed{{seed}}/model.pt",
     params:
+        kernels=KERNELS,
         data=lambda w: sc_data_spec(w.sc_dataset),
         data_digest=sc_data_digest,
         settings=lambda w: sc_settings(w.sc_dataset, "attention", "training"),
@@ -46,7 +47,7 @@ rule semantic_change_train:
     benchmark:
         f"{RESULTS}/benchmarks/semantic_change/{{sc_dataset}}/train_{{sc_method}}_seed{{seed}}.tsv"
     shell:
-        "exec tempoformer semantic-change-train --data {params.data:q} --name {wildcards.sc_dataset}"
+        "exec env {params.kernels} tempoformer semantic-change-train --data {params.data:q} --name {wildcards.sc_dataset}"
         " --method {wildcards.sc_method} --settings {params.settings:q} --seed {wildcards.seed}"
         " --threads {threads} {params.device} --output {output} 2> {log}"
 
@@ -60,6 +61,7 @@ rule semantic_change_score:
         scores=f"{SC_RESULTS}/{{sc_dataset}}/{{sc_method}}/seed{{seed}}/scores.csv",
         metrics=f"{SC_RESULTS}/{{sc_dataset}}/{{sc_method}}/seed{{seed}}/metrics.json",
     params:
+        kernels=KERNELS,
         data=lambda w: sc_data_spec(w.sc_dataset),
         data_digest=sc_data_digest,
         # A trained model carries its attention settings; untrained methods build theirs here.
@@ -74,7 +76,7 @@ rule semantic_change_score:
     benchmark:
         f"{RESULTS}/benchmarks/semantic_change/{{sc_dataset}}/score_{{sc_method}}_seed{{seed}}.tsv"
     shell:
-        "exec tempoformer semantic-change-score --data {params.data:q} --name {wildcards.sc_dataset}"
+        "exec env {params.kernels} tempoformer semantic-change-score --data {params.data:q} --name {wildcards.sc_dataset}"
         " --method {wildcards.sc_method} --settings {params.settings:q} --seed {wildcards.seed}"
         " {params.model} --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
 

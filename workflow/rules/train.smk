@@ -17,6 +17,9 @@ rule train:
         metrics=f"{RESULTS}/{{dataset}}/runs/{{model}}/w{{window}}/fold{{fold}}/seed{{seed}}/metrics.json",
         predictions=f"{RESULTS}/{{dataset}}/runs/{{model}}/w{{window}}/fold{{fold}}/seed{{seed}}/predictions.parquet",
     params:
+        kernels=KERNELS,
+        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        torch_threads=lambda w: model_threads(w.model),
         code=lambda w: code("train", *model_spec(w.model).code_modules()),
         fingerprint=lambda w: run_fingerprint(w.dataset, w.model, w.window, w.fold, w.seed),
         model_params=lambda w: json.dumps(MODELS[w.model]["params"], sort_keys=True),
@@ -38,8 +41,8 @@ rule train:
         f"{RESULTS}/benchmarks/{{dataset}}/train/{{model}}_w{{window}}_fold{{fold}}_seed{{seed}}.tsv"
     # exec: the trainer replaces the shell, so a signal to the job reaches the trainer itself
     shell:
-        "exec tempoformer train --posts {input.posts} --folds {input.folds} {params.optional}"
+        "exec env {params.kernels} tempoformer train --posts {input.posts} --folds {input.folds} {params.optional}"
         " --model {wildcards.model} --type {params.model_type} --params {params.model_params:q} --labels {params.labels:q}"
         " --window {wildcards.window} --fold {wildcards.fold} --seed {wildcards.seed}"
         " --fingerprint {params.fingerprint}"
-        " --threads {threads} --out-dir {params.out_dir} 2> {log}"
+        " --threads {params.torch_threads} --out-dir {params.out_dir} 2> {log}"
