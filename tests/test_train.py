@@ -109,3 +109,15 @@ def test_checkpoint_of_other_settings_is_not_resumed(toy_run, monkeypatch):
     after_other = train(toy_run, "ffn_history", 0, b, out="shared")
     fresh = train(toy_run, "ffn_history", 0, b, out="fresh")
     assert after_other["grid"] == fresh["grid"]
+
+
+def test_a_second_trainer_on_the_same_run_stops_at_once(toy_run):
+    """While a trainer holds a run folder (a job whose shell was killed, its python still
+    running), another one on that folder fails naming it, and writes nothing."""
+    from tempoformer.training.lock import RunLocked, run_lock
+
+    with run_lock(toy_run / "run_ffn_history_0"):
+        with pytest.raises(RunLocked, match="another trainer"):
+            train(toy_run, "ffn_history", 0, {"epochs": 2, "batch_size": 8, "grid": {"lr": [1e-3]}})
+    assert not (toy_run / "run_ffn_history_0" / "metrics.json").exists()
+    assert train(toy_run, "ffn_history", 0, {"epochs": 2, "batch_size": 8, "grid": {"lr": [1e-3]}})["test"]

@@ -27,6 +27,7 @@ from ..data.windows import window_arrays
 from ..device import pick_device, set_threads
 from ..models.registry import TRAIN_DEFAULTS, ModelType, validate_params
 from ..models.registry import model_type as get_model_type
+from .lock import run_lock
 from .loop import TrainSettings, fit, grid, predict_proba
 from .losses import focal_alpha
 from .metrics import f1_scores
@@ -159,6 +160,15 @@ def run_training(
     model_type = model_type or model
     spec = get_model_type(model_type)
     validate_params(model, model_type, params)
+    # one trainer per run folder: a second one (a retry beside a job that lives on) stops at once
+    with run_lock(out_dir):
+        return _train_and_test(posts_path, folds_path, out_dir, model, spec, params, labels, window, fold, seed,
+                               streams_path, embeddings_path, threads, device, fingerprint)
+
+
+def _train_and_test(posts_path, folds_path, out_dir, model, spec, params, labels, window, fold, seed,
+                    streams_path, embeddings_path, threads, device, fingerprint) -> dict:
+    model_type = spec.name
     set_threads(threads)
     device = pick_device(device)
     started = time.perf_counter()
