@@ -23,3 +23,19 @@ def test_f1_hand_computed():
     # A: tp 1, fp 1, fn 1 → 0.5; B: tp 2, fp 1, fn 1 → 2/3
     assert abs(scores["A"] - 0.5) < 1e-9 and abs(scores["B"] - 2 / 3) < 1e-9
     assert abs(scores["macro"] - (0.5 + 2 / 3) / 2) < 1e-9
+
+
+def test_f1_equals_sklearn_on_random_predictions():
+    """numpy counting gives sklearn's numbers exactly, missing classes included."""
+    import numpy as np
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(0)
+    for n_labels in (2, 3, 5):
+        for _ in range(20):
+            gold = rng.integers(0, n_labels, size=int(rng.integers(1, 60)))
+            pred = rng.integers(0, n_labels - 1, size=gold.size)  # the last class never predicted
+            ours = f1_scores(gold, pred, [str(i) for i in range(n_labels)])
+            theirs = f1_score(gold, pred, labels=list(range(n_labels)), average=None, zero_division=0)
+            assert [ours[str(i)] for i in range(n_labels)] == theirs.tolist()
+            assert ours["macro"] == float(np.mean(theirs))
