@@ -40,7 +40,7 @@ def test_changed_grid_reruns_only_that_model(finished_run, tmp_path):
     changed.write_text(yaml.safe_dump(settings))
     result = snakemake(workdir, changed, "-n")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert planned_jobs(result) == {"train": 6, "aggregate": 1, "all": 1}
+    assert planned_jobs(result) == {"stale_run": 6, "train": 6, "aggregate": 1, "all": 1}
     # the aggregate lists every run as input; only the train jobs' outputs tell what reruns
     assert re.search(r"output: \S*runs/ffn_history/", result.stdout)
     assert not re.search(r"output: \S*runs/tempoformer/", result.stdout)

@@ -3,6 +3,10 @@
 
 # A run made from other code, settings or data gets this marker as an input (common.smk,
 # train_inputs): it reruns even where Snakemake has no record of the run (a fresh clone).
+localrules:
+    stale_run,
+
+
 rule stale_run:
     output:
         temp(touch(f"{RESULTS}/{{dataset}}/runs/{{model}}/w{{window}}/fold{{fold}}/seed{{seed}}/.stale")),
