@@ -9,6 +9,14 @@ from snakemake.utils import min_version, validate
 # copy of it is installed.
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
+# A run killed with kill -9 leaves its locks in .snakemake/locks, and the next run would stop
+# until `snakemake --unlock`. Each main Snakemake process of this workflow marks itself alive
+# with a flock that dies with it; when no other is alive, the locks are stale and go.
+if workflow.is_main_process:
+    from tempoformer.training.lock import release_stale_snakemake_locks
+
+    release_stale_snakemake_locks()
+
 min_version("9.0")
 
 # The default config only when none is given: a --configfile replaces it instead of merging.

@@ -153,7 +153,7 @@ def test_profile_asks_gpus_for_transformers_only(tmp_path):
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
     result = profile_run(tmp_path, config, env, "-n")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Using profile slurm" in result.stdout + result.stderr
+    assert "Using profiles slurm and workflow specific profile profiles/default" in result.stdout + result.stderr
     jobs = planned_resources(result.stdout)
     assert len(jobs) == 18
     for wildcards, resources in jobs.items():
