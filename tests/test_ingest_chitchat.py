@@ -72,6 +72,7 @@ def test_options(corpus, caplog):
     assert timelines(df) == {"A": EXPECTED["A"]}
 
 
+@pytest.mark.slow
 def test_packaged_corpus_small_options_are_deterministic():
     options = dict(max_timelines=3, max_posts_per_timeline=60, min_posts_per_timeline=60)
     first = ingest("chitchat", None, **options)

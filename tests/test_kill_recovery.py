@@ -23,6 +23,9 @@ ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_O
 MINIMAL_SNAKEFILE = """
 from tempoformer.training.lock import release_stale_snakemake_locks
 
+# real Snakemake runs killed and rerun (a minute or two)
+pytestmark = pytest.mark.slow
+
 if workflow.is_main_process:
     release_stale_snakemake_locks()
 

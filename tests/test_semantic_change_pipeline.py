@@ -66,6 +66,7 @@ def chitchat_graded(tmp_path_factory):
     return load_dataset({"format": "synthetic", "path": str(path)}, "chitchat_graded")
 
 
+@pytest.mark.slow
 def test_scores_rank_changed_targets_above_stable_ones(chitchat_graded, tokenizer):
     """Plain averaging of the pretrained MiniLM recovers the known graded change (seed 0)."""
     model, tok, _ = build_model("minilm", TemporalSpec(periods=chitchat_graded.periods), tokenizer=deepcopy(tokenizer))

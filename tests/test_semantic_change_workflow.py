@@ -5,6 +5,9 @@ import yaml
 
 from conftest import REPO, SHARED_DATA, planned_jobs, snakemake
 
+# the semantic change DAG through the real snakemake CLI
+pytestmark = pytest.mark.slow
+
 
 def dry_run(tmp_path, config: dict, *targets: str) -> dict[str, int]:
     configfile = tmp_path / "config.yaml"
