@@ -19,9 +19,9 @@ import os
 import shutil
 import socket
 import sys
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 log = logging.getLogger(__name__)
 
