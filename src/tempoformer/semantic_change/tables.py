@@ -192,13 +192,10 @@ def write_tables(metric_paths: Sequence[str | os.PathLike], out_dir: str | os.Pa
             md, rows = size_table(summary, datasets, paper, backbone_label)
         else:
             md, rows = comparison_table(table, summary, datasets, paper)
-        timing = metrics.select("dataset", "method", "seed", "train_seconds", "score_seconds")
+        # No wall times here: they change from run to run, and the tables of a run must be
+        # byte-identical to a rerun's (each run's metrics.json and benchmark file keep them).
         note = ("\nOurs: [method] in brackets; mean ± sd over seeds when more than one; "
                 "'not run': method not in the config; '–': not reported.\n")
-        if table == 2 and timing.height:
-            note += "\nWall times (s): " + "; ".join(
-                f"{r['dataset']}/{r['method']}/seed{r['seed']}: train {r['train_seconds'] or 0:.0f}, "
-                f"score {r['score_seconds'] or 0:.0f}" for r in timing.iter_rows(named=True)) + "\n"
         md_path, csv_path = (out / f"temporal_attention_table{table}.{ext}" for ext in ("md", "csv"))
         md_path.write_text(f"# {titles[table]}\n\n{md}{note}")
         # the same table for LaTeX and for the Snakemake report
