@@ -160,7 +160,7 @@ def test_history_is_bounded_to_the_window(loaded):
     out = io.StringIO()
     score_stream(scorer, jsonl(posts), out)
     assert [json.loads(line)["window"] for line in out.getvalue().splitlines()] == [1, 2, 3] + [3] * 7
-    assert [p.post_id for p in scorer.timelines[("str", "u")]] == ["7", "8", "9"]
+    assert [p.post_id for p in scorer.timelines[("str", "u")].history] == ["7", "8", "9"]
 
 
 @pytest.mark.parametrize("line, problem", [
@@ -172,7 +172,7 @@ def test_history_is_bounded_to_the_window(loaded):
     ('{"timeline_id": "a", "post_id": "x", "text": 3}', "field 'text' must be a string"),
     ('{"timeline_id": "a", "post_id": "x", "text": "hi", "timestamp": "yesterday"}', "not an ISO 8601"),
     ('{"timeline_id": "a", "post_id": "x", "text": "hi", "timestamp": "2024-05-01T08:00:00Z"}',
-     "timestamp earlier than the previous post"),
+     "timestamp earlier than post 'a"),
 ])
 def test_bad_line_names_its_number_and_problem(loaded, line, problem):
     good = jsonl(stream_posts()[:5])  # timeline a starts at 09:00 or later
@@ -217,3 +217,127 @@ def test_malformed_line_exits_nonzero_after_the_earlier_posts(trained, tmp_path)
     assert f"{stream}: line 4: missing field 'text'" in result.stderr
     assert [json.loads(line)["post_id"] for line in result.stdout.splitlines()] == [
         json.loads(line)["post_id"] for line in lines]
+
+
+def score_records(scorer, records, source="posts.jsonl"):
+    """score_stream of JSON records; returns (StreamInputError or None, post ids written)."""
+    out = io.StringIO()
+    try:
+        score_stream(scorer, [json.dumps(r) + "\n" for r in records], out, source=source)
+        error = None
+    except StreamInputError as raised:
+        error = raised
+    return error, [json.loads(line)["post_id"] for line in out.getvalue().splitlines()]
+
+
+def test_timestamp_earlier_than_an_earlier_timed_post_is_refused(loaded):
+    """An untimed post between two timed ones hides nothing: the latest timed post counts."""
+    posts = [
+        {"timeline_id": "u", "post_id": "p1", "text": "morning", "timestamp": "2024-05-01T10:00:00Z"},
+        {"timeline_id": "v", "post_id": "q1", "text": "other", "timestamp": "2024-05-01T08:00:00Z"},
+        *({"timeline_id": "u", "post_id": f"n{i}", "text": "no time"} for i in range(WINDOW + 1)),
+        {"timeline_id": "u", "post_id": "p2", "text": "back in time", "timestamp": "2024-05-01T09:00:00Z"},
+    ]
+    error, written = score_records(StreamScorer(*loaded), posts)
+    assert error is not None and error.line == len(posts)
+    assert "timestamp earlier than post 'p1' of timeline 'u' (2024-05-01T10:00:00Z)" in error.problem
+    assert written == [p["post_id"] for p in posts[:-1]]
+    # the same time after the latest timed post, or in another timeline, is fine
+    ok = [*posts[:-1], {**posts[-1], "timestamp": "2024-05-01T10:00:00Z"},
+          {"timeline_id": "v", "post_id": "q2", "text": "fine", "timestamp": "2024-05-01T09:00:00Z"}]
+    assert score_records(StreamScorer(*loaded), ok) == (None, [p["post_id"] for p in ok])
+
+
+def test_repeated_post_id_in_a_timeline_is_refused(loaded):
+    posts = [{"timeline_id": "u", "post_id": f"p{i}", "text": f"post {i}"} for i in range(WINDOW + 2)]
+    posts += [{"timeline_id": "v", "post_id": "p0", "text": "another timeline: fine"},
+              {"timeline_id": "u", "post_id": 0, "text": "an integer id is not the text id: fine"},
+              {"timeline_id": "u", "post_id": "p0", "text": "again, out of the window by now"}]
+    error, written = score_records(StreamScorer(*loaded), posts)
+    assert error is not None and error.line == len(posts)
+    assert error.problem == "post_id 'p0' repeats a post of timeline 'u' (line 1)"
+    assert written == [p["post_id"] for p in posts[:-1]]
+
+
+def test_non_finite_scores_stop_the_stream_naming_the_post(trained, loaded, tmp_path):
+    """A model that gives NaN (damaged weights a digest cannot see: a model saved before digests)
+    stops with the line and post; nothing non-finite is written."""
+    import copy
+
+    model, tokenizer, meta = loaded
+    broken = copy.deepcopy(model)
+    with torch.no_grad():
+        broken.classifier[-1].bias[0] = float("nan")
+    posts = jsonl(stream_posts()[:3])
+    out = io.StringIO()
+    with pytest.raises(StreamInputError) as error:
+        score_stream(StreamScorer(broken, tokenizer, meta), posts, out, source="posts.jsonl")
+    assert error.value.line == 1 and out.getvalue() == ""
+    first = stream_posts()[0]
+    assert (f"the model gave non-finite scores (nan, nan) for post {first['post_id']!r} of timeline "
+            f"{first['timeline_id']!r}") in error.value.problem
+
+
+def test_a_backlog_is_scored_in_batches_like_one_post_at_a_time(loaded):
+    """Lines at hand together (a list, a file) are scored in batches: the same scores and windows
+    as one post at a time (an iterator), with far fewer passes of the model."""
+    lines = jsonl(stream_posts()) + ['{"timeline_id": "c", "post_id": "late", "text": "untimed again"}\n']
+    calls = {"batched": 0, "alone": 0}
+    results = {}
+    for mode, source in (("batched", lines), ("alone", iter(lines))):
+        scorer = StreamScorer(*loaded)
+        forward = scorer._forward
+
+        def counted(*args, mode=mode, forward=forward):
+            calls[mode] += 1
+            return forward(*args)
+
+        scorer._forward = counted
+        out = io.StringIO()
+        assert score_stream(scorer, source, out) == len(lines)
+        results[mode] = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert calls["alone"] == len(lines) and calls["batched"] <= 4  # timed and untimed windows apart
+    for batched, alone in zip(results["batched"], results["alone"], strict=True):
+        assert (batched["post_id"], batched["window"]) == (alone["post_id"], alone["window"])
+        np.testing.assert_allclose([batched["probabilities"][k] for k in LABELS],
+                                   [alone["probabilities"][k] for k in LABELS], atol=1e-5)
+
+
+def test_line_batches_takes_the_lines_that_have_arrived_on_a_pipe():
+    """On a pipe a batch never waits for more lines: it takes those already there (up to
+    max_batch), blocking only while none is complete; a last line without newline counts."""
+    import threading
+
+    from tempoformer.serving.predict import line_batches
+
+    read_fd, write_fd = os.pipe()
+    batches = line_batches(os.fdopen(read_fd, "rb"), max_batch=2)
+
+    def next_batch():
+        got = []
+        thread = threading.Thread(target=lambda: got.append(next(batches, None)), daemon=True)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "waited for lines that had not been written"
+        return got[0]
+
+    os.write(write_fd, b"a\nb\nc\n")
+    assert next_batch() == [(1, b"a"), (2, b"b")]
+    assert next_batch() == [(3, b"c")]  # the writer is still open: no waiting for a 4th line
+    os.write(write_fd, b"d\n\ne-without-newline")
+    assert next_batch() == [(4, b"d"), (5, b"")]
+    os.close(write_fd)
+    assert next_batch() == [(6, b"e-without-newline")]
+    assert next_batch() is None
+
+
+def test_a_line_that_is_not_utf8_is_named(trained, tmp_path):
+    stream = tmp_path / "posts.jsonl"
+    stream.write_bytes(jsonl(stream_posts()[:1])[0].encode() + b'{"timeline_id": "a", "text": "caf\xe9"}\n')
+    out = io.StringIO()
+    with pytest.raises(StreamInputError) as error:
+        from tempoformer.serving.predict import predict_file
+
+        predict_file(trained[1], stream, out)
+    assert error.value.line == 2 and error.value.problem.startswith("not UTF-8 text")
+    assert len(out.getvalue().splitlines()) == 1
