@@ -1,10 +1,11 @@
 """TempoFormer training-step benchmark: the authors' naive path against the fast path.
 
 One step = what training does per optimiser step: collate a batch of 8 consecutive post rows
-("chunk" batching of `training.batches`, chunks shuffled), forward, focal loss, backward, AdamW
-step. Model: all-MiniLM-L6-v2 (6 layers, hidden 384) = 4 local layers + 2 TempoFormer layers, on
-real posts: the Topic Shift MI utterances when /work/shared/data/topic_shift_mi exists, else the
-chitchat corpus.
+("chunk" batching of `training.batches`, chunks shuffled), forward, focal loss, backward, and the
+optimiser step training uses (`training.loop._optimizer`: fused AdamW). Model: all-MiniLM-L6-v2
+(6 layers, hidden 384) = 4 local layers + 2 TempoFormer layers, on real posts: the Topic Shift MI
+utterances when /work/shared/data/topic_shift_mi exists, else the chitchat corpus. Each
+--post-pooling value (default: auto, i.e. mean for MiniLM) is measured in its own subprocesses.
 
   naive  the authors' computation: every post padded/truncated to a fixed --max-tokens (64) and
          every window slot re-encoded through all layers (`TempoFormer.forward_naive`);
@@ -20,7 +21,8 @@ Per window, two fresh subprocesses:
          ru_maxrss is still its own); then a naive model from the same seed joins, and the two paths
          alternate step by step over the same batches, so other jobs on a shared machine slow both
          alike; median wall-clock and process-CPU seconds per step after --warmup steps.
-  --check (default on) compares naive and fast logits with the same weights in eval mode.
+  --check (default on) compares naive and fast logits, and the gradients of the focal loss, with
+         the same weights in eval mode (no dropout) on the first batch.
 
     HF_HUB_OFFLINE=1 python bench/tempoformer.py                 # windows 5 and 20, 3 steps: 4.7 min
                                                                  # measured on 2 cores busy with other jobs
@@ -28,6 +30,7 @@ Per window, two fresh subprocesses:
     HF_HUB_OFFLINE=1 python bench/tempoformer.py --threads 1     # on a busy machine: 2 OpenMP threads
                                                                  # stall on every op (2.2 min here)
     HF_HUB_OFFLINE=1 python bench/tempoformer.py --profile 20    # + torch.profiler tables, fast path (stderr)
+    HF_HUB_OFFLINE=1 python bench/tempoformer.py --windows 20 --post-pooling cls_pooler mean
 """
 
 from __future__ import annotations
@@ -115,17 +118,16 @@ class Bench:
         """A fresh model (seeded: every trainer starts from the same weights) and its step(rows)."""
         import torch
 
-        from tempoformer.training.losses import focal_loss
         from tempoformer.models.tempoformer import TempoFormer, TempoFormerConfig
+        from tempoformer.training.loop import _optimizer
+        from tempoformer.training.losses import focal_loss
 
         torch.manual_seed(self.args.seed)
         model = TempoFormer(TempoFormerConfig(backbone=self.backbone, num_labels=len(self.labels),
-                                              window=self.w))
+                                              window=self.w, post_pooling=self.args.post_pooling))
         model.train()
         forward = model.forward_naive if naive else model.forward
-        # as training._optimizer builds it (TrainSettings.weight_decay defaults to 0)
-        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
-                                      lr=self.settings.lr, weight_decay=self.settings.weight_decay)
+        optimizer = _optimizer(model, self.settings)  # exactly what training steps with
 
         def step(rows) -> dict:
             c0, t0 = time.process_time(), time.perf_counter()
@@ -164,6 +166,7 @@ def worker_time(args) -> dict:
     both paths in this process, alternating step by step over the same batches."""
     import torch
 
+    load_start = os.getloadavg()[0]
     bench = Bench(args)
     trainers, memory = {}, {}
     trainers["fast"], memory["fast"] = memory_and_flops(bench, naive=False)  # also warms the fast path up
@@ -182,15 +185,29 @@ def worker_time(args) -> dict:
             trainers["fast"][1](rows)
     memory["fast"]["gflop"] = counter.get_total_flops() / 1e9 / len(measured)
     out = {"source": bench.source, "posts": bench.n_posts, "threads": torch.get_num_threads(),
-           "torch": torch.__version__, "steps": steps, "memory": memory}
+           "torch": torch.__version__, "steps": steps, "memory": memory,
+           "pooling": trainers["fast"][0].config.post_pooling}
 
-    if args.check:  # same logits from both paths, same weights, eval mode (no dropout)
+    if args.check:  # same logits and gradients from both paths, same weights, eval mode (no dropout)
+        from tempoformer.training.losses import focal_loss
+
         model = trainers["naive"][0]
         model.eval()
-        with torch.no_grad():
-            rows = bench.chunks[0]
-            diff = model.forward_naive(**bench.make_batch(rows, True)) - model(**bench.make_batch(rows, False))
-        out["check_max_abs_diff"] = float(diff.abs().max())
+        rows = bench.chunks[0]
+        logits, grads = {}, {}
+        for p in PATHS:
+            model.zero_grad(set_to_none=True)
+            forward = model.forward_naive if p == "naive" else model.forward
+            logits[p] = forward(**bench.make_batch(rows, p == "naive"))
+            focal_loss(logits[p], bench.target[rows], bench.alpha).backward()
+            grads[p] = {n: q.grad.clone() for n, q in model.named_parameters() if q.grad is not None}
+        out["check_max_abs_diff"] = float((logits["naive"] - logits["fast"]).detach().abs().max())
+        assert grads["naive"].keys() == grads["fast"].keys()
+        # absolute, and relative to the largest gradient entry of the model (per tensor would divide
+        # by the ~1e-10 float noise of the attention key biases, whose true gradient is 0)
+        out["check_max_grad_abs_diff"] = max(float((grads["naive"][n] - grads["fast"][n]).abs().max())
+                                             for n in grads["naive"])
+        out["check_max_grad"] = max(float(g.abs().max()) for g in grads["naive"].values())
 
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
@@ -202,6 +219,7 @@ def worker_time(args) -> dict:
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20), file=sys.stderr)
         print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=15),
               file=sys.stderr)
+    out["load"] = (load_start, os.getloadavg()[0])
     return out
 
 
@@ -210,8 +228,8 @@ def worker_mem(args) -> dict:
     return memory_and_flops(Bench(args), naive=True)[1]
 
 
-def run(args, mode: str, window: int) -> dict:
-    cmd = [sys.executable, __file__, "--worker", mode, "--window", str(window),
+def run(args, mode: str, window: int, pooling: str) -> dict:
+    cmd = [sys.executable, __file__, "--worker", mode, "--window", str(window), "--post-pooling", pooling,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--mem-steps", str(args.mem_steps),
            "--seed", str(args.seed), "--threads", str(args.threads), "--max-tokens", str(args.max_tokens),
            "--max-timelines", str(args.max_timelines)]
@@ -234,6 +252,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
     ap.add_argument("--max-tokens", type=int, default=64, help="truncation of both paths; naive pads to it")
     ap.add_argument("--max-timelines", type=int, default=50, help="chitchat fallback only")
+    ap.add_argument("--post-pooling", nargs="+", default=["auto"], choices=["auto", "cls_pooler", "mean"],
+                    help="TempoFormerConfig.post_pooling values to measure (default auto: mean for MiniLM)")
     ap.add_argument("--no-check", dest="check", action="store_false",
                     help="skip comparing naive and fast logits (eval mode, first batch)")
     ap.add_argument("--profile", type=int, default=0, metavar="W",
@@ -242,41 +262,45 @@ def main() -> None:
     ap.add_argument("--window", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
+        args.post_pooling = args.post_pooling[0]
         print(json.dumps((worker_time if args.worker == "time" else worker_mem)(args)))
         return
 
     started, load0 = time.perf_counter(), os.getloadavg()[0]
     timing, memory = {}, {}
-    for w in args.windows:
-        memory["naive", w] = run(args, "mem", w)
-        timing[w] = run(args, "time", w)
-        memory["fast", w] = timing[w]["memory"]["fast"]
+    runs = [(w, pooling) for w in args.windows for pooling in args.post_pooling]
+    for w, pooling in runs:
+        memory["naive", w, pooling] = run(args, "mem", w, pooling)
+        timing[w, pooling] = run(args, "time", w, pooling)
+        memory["fast", w, pooling] = timing[w, pooling]["memory"]["fast"]
 
-    first = timing[args.windows[0]]
-    print(f"TempoFormer training step (collate + forward + focal loss + backward + AdamW), all-MiniLM-L6-v2 "
-          f"(4 local + 2 TempoFormer layers), batch {BATCH_SIZE} consecutive posts (chunk batching), "
-          f"{first['source']} ({first['posts']} posts), torch {first['torch']}, {first['threads']} threads, "
-          f"seed {args.seed}")
+    first = timing[runs[0]]
+    print(f"TempoFormer training step (collate + forward + focal loss + backward + fused AdamW, as training), "
+          f"all-MiniLM-L6-v2 (4 local + 2 TempoFormer layers), batch {BATCH_SIZE} consecutive posts (chunk "
+          f"batching), {first['source']} ({first['posts']} posts), torch {first['torch']}, {first['threads']} "
+          f"threads, seed {args.seed}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}")
     print(f"max tokens per post: {args.max_tokens} for both paths (naive pads every post to {args.max_tokens}, "
-          f"fast pads to the batch's longest post)")
+          f"fast packs each post's real tokens)")
     print(f"s/step: median wall clock over {args.steps} steps after {args.warmup} warm-up, both paths "
-          f"alternating in one process; fwd = forward + loss; bwd+opt = backward + AdamW step; "
+          f"alternating in one process; fwd = forward + loss; bwd+opt = backward + optimiser step; "
           f"cpu = process CPU time (all threads)")
     print(f"peak MB: ru_maxrss of a fresh process over the path's first {1 + args.mem_steps} steps, before the "
           f"other path runs (model, data, tokenizer included); train MB = that minus ru_maxrss before step 1")
     print("GFLOP: matmuls of a step (forward + backward; torch.utils.flop_counter, CPU fused attention kernels "
-          "not counted): fast = mean over the measured batches, naive = step 1 (its shapes are fixed)")
+          "not counted): fast = mean over the measured batches, naive = step 1 (its shapes are fixed); "
+          "GFLOP/s = GFLOP / s/step")
     print()
-    head = (f"{'window':>6} {'path':>5} {'s/step':>7} {'fwd':>6} {'bwd+opt':>7} {'cpu s':>6} "
-            f"{'posts×tok':>11} {'slots':>5} {'GFLOP':>6} {'peak MB':>7} {'train MB':>8} "
+    head = (f"{'window':>6} {'pooling':>10} {'path':>5} {'s/step':>7} {'fwd':>6} {'bwd+opt':>7} {'cpu s':>6} "
+            f"{'posts×tok':>11} {'slots':>5} {'GFLOP':>6} {'GFLOP/s':>7} {'peak MB':>7} {'train MB':>8} "
             f"{'naive/fast':>10} {'cpu':>6} {'flop':>6}")
     print(head)
     print("-" * len(head))
-    for w in args.windows:
-        med = {p: {k: statistics.median(s[k] for s in timing[w]["steps"][p])
+    for w, pooling in runs:
+        t = timing[w, pooling]
+        med = {p: {k: statistics.median(s[k] for s in t["steps"][p])
                    for k in ("step_s", "forward_s", "backward_opt_s", "cpu_s")} for p in PATHS}
         for p in PATHS:
-            steps, m, mem = timing[w]["steps"][p], med[p], memory[p, w]
+            steps, m, mem = t["steps"][p], med[p], memory[p, w, pooling]
             P = statistics.mean(s["posts"] for s in steps)
             L = statistics.mean(s["tokens"] for s in steps)
             slots = statistics.mean(s["slots"] for s in steps)
@@ -284,18 +308,23 @@ def main() -> None:
             if p == "fast":
                 ratios = (f"{med['naive']['step_s'] / m['step_s']:.2f}x",
                           f"{med['naive']['cpu_s'] / m['cpu_s']:.2f}x",
-                          f"{memory['naive', w]['gflop'] / mem['gflop']:.2f}x")
-            print(f"{w:>6} {p:>5} {m['step_s']:>7.3f} {m['forward_s']:>6.3f} {m['backward_opt_s']:>7.3f} "
-                  f"{m['cpu_s']:>6.2f} {P:>5.1f}×{L:<5.1f} {slots:>5.1f} {mem['gflop']:>6.1f} "
-                  f"{mem['peak_mb']:>7.0f} {mem['peak_mb'] - mem['setup_mb']:>8.0f} "
-                  f"{ratios[0]:>10} {ratios[1]:>6} {ratios[2]:>6}")
+                          f"{memory['naive', w, pooling]['gflop'] / mem['gflop']:.2f}x")
+            print(f"{w:>6} {t['pooling']:>10} {p:>5} {m['step_s']:>7.3f} {m['forward_s']:>6.3f} "
+                  f"{m['backward_opt_s']:>7.3f} {m['cpu_s']:>6.2f} {P:>5.1f}×{L:<5.1f} {slots:>5.1f} "
+                  f"{mem['gflop']:>6.1f} {mem['gflop'] / m['step_s']:>7.1f} {mem['peak_mb']:>7.0f} "
+                  f"{mem['peak_mb'] - mem['setup_mb']:>8.0f} {ratios[0]:>10} {ratios[1]:>6} {ratios[2]:>6}")
     print()
     print("posts×tok: input_ids the local layers encode (naive: gathered per window slot, B*w rows); "
-          "slots: real window slots (rows of the fast path's 2 TempoFormer layers)")
-    for w in args.windows:
-        if "check_max_abs_diff" in timing[w]:
-            print(f"window {w}: max |logits naive - fast| (same weights, eval, first batch) = "
-                  f"{timing[w]['check_max_abs_diff']:.2e}")
+          "slots: real window slots (rows of the fast path's 2 TempoFormer layers); pooling: post_pooling "
+          "as the model resolved it")
+    for w, pooling in runs:
+        t = timing[w, pooling]
+        if "check_max_abs_diff" in t:
+            print(f"window {w}, {t['pooling']}: max |logits naive - fast| = {t['check_max_abs_diff']:.2e}, "
+                  f"max |grad naive - fast| = {t['check_max_grad_abs_diff']:.2e} (largest gradient entry "
+                  f"{t['check_max_grad']:.2e}; focal loss, same weights, eval, first batch)")
+        print(f"window {w}, {t['pooling']}: 1-min load average {t['load'][0]:.1f} when its timing process "
+              f"started, {t['load'][1]:.1f} when it ended")
     print(f"total {time.perf_counter() - started:.0f} s; 1-min load average {load0:.1f} at start, "
           f"{os.getloadavg()[0]:.1f} at end, {os.cpu_count()} cores")
 

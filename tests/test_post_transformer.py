@@ -1,3 +1,5 @@
+import logging
+
 import numpy as np
 import polars as pl
 import pytest
@@ -106,7 +108,8 @@ def test_minilm_setup_pads_batches_to_their_longest_post():
               "grid": {"lr": [1e-5]}}
     build, make_batch = post_transformer_setup(data, params, window=1)
     model = build({"lr": 1e-5}).eval()
-    assert model.head == "pooler" and model.dropout.p == 0.2  # MiniLM ships its pretrained pooler
+    # MiniLM's sentence-transformers config declares mean pooling: `auto` reads the token mean
+    assert model.head == "mean" and model.config.post_pooling == "mean" and model.dropout.p == 0.2
     short = make_batch(np.array([0, 3]))
     assert short["input_ids"].shape == (2, 3)  # [CLS] word [SEP]
     batch = make_batch(np.array([0, 1, 2]))
@@ -116,3 +119,69 @@ def test_minilm_setup_pads_batches_to_their_longest_post():
         again = model(**make_batch(np.array([1])))
     assert logits.shape == (3, 2) and torch.isfinite(logits).all()
     torch.testing.assert_close(logits[1:2], again, atol=1e-5, rtol=1e-4)
+
+
+def sharpened(post_pooling="auto"):
+    """Tiny BERT PostTransformer with unit-scale head weights (at 0.02 every post gets ~ the same logits)."""
+    torch.manual_seed(0)
+    common = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+    m = PostTransformer(PostTransformerConfig(backbone="unused", num_labels=C, post_pooling=post_pooling),
+                        BertModel(BertConfig(max_position_embeddings=64, **common))).eval()
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for lin in (m.pool_dense, m.classifier):
+            if lin is not None:
+                lin.weight.normal_(0, lin.in_features ** -0.5)
+    return m
+
+
+def four_posts():
+    g = np.random.default_rng(0)
+    return pad_batch([[2, *g.integers(5, 60, size=g.integers(3, 10)).tolist(), 3] for _ in range(4)], 0)
+
+
+@pytest.mark.parametrize("pooling", ["cls_pooler", "auto"])  # auto: a BERT without a sentence-transformers config
+def test_cls_pooler_logits_equal_the_code_before_post_pooling(pooling):
+    # computed with the code before post_pooling existed (commit 517691f)
+    before = [[-0.25438982248306274, -0.207508385181427, 0.7012659907341003],
+              [-0.2540085017681122, -0.20619475841522217, 0.7031536102294922],
+              [-0.24764671921730042, -0.20711949467658997, 0.7022203207015991],
+              [-0.25099676847457886, -0.20652231574058533, 0.7008063793182373]]
+    m = sharpened(pooling)
+    assert m.head == "pooler" and m.config.post_pooling == "cls_pooler"
+    with torch.no_grad():
+        torch.testing.assert_close(m(**four_posts()), torch.tensor(before), atol=1e-5, rtol=0)
+
+
+def test_mean_pooling_is_the_token_mean_read_by_the_classifier():
+    m = sharpened("mean")
+    assert m.head == "mean" and m.pool_dense is None
+    batch = four_posts()
+    with torch.no_grad():
+        h = m.encoder(**batch).last_hidden_state
+        n = batch["attention_mask"].sum(1)
+        means = torch.stack([h[i, : int(k)].mean(0) for i, k in enumerate(n)])
+        torch.testing.assert_close(m(**batch), m.classifier(means), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="projects the \\[CLS\\]"):
+        PostTransformer(PostTransformerConfig("unused", 2, head="pooler", post_pooling="mean"), BertModel(BertConfig(
+            vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)))
+
+
+def test_untrained_pooler_warning(tmp_path, caplog):
+    bert = BertModel(BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                intermediate_size=8))
+    assert not bert.pooler.dense.bias.any()  # HF's init: what a pooler that was never trained keeps
+    bert.save_pretrained(tmp_path / "untrained")
+    with torch.no_grad():
+        bert.pooler.dense.bias.fill_(0.1)
+    bert.save_pretrained(tmp_path / "trained")
+    with caplog.at_level(logging.WARNING, logger="tempoformer.models.pooling"):
+        m = PostTransformer(PostTransformerConfig(str(tmp_path / "untrained"), 2, post_pooling="cls_pooler"))
+    assert m.head == "pooler"
+    (record,) = caplog.records
+    assert str(tmp_path / "untrained") in record.message and "never trained" in record.message
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tempoformer.models.pooling"):
+        PostTransformer(PostTransformerConfig(str(tmp_path / "trained"), 2, post_pooling="cls_pooler"))
+        PostTransformer(PostTransformerConfig(str(tmp_path / "untrained"), 2, post_pooling="mean"))
+    assert not caplog.records

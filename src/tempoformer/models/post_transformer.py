@@ -7,10 +7,15 @@ The heads are those of transformers' `BertForSequenceClassification` and
 RoBERTa's pooler was never trained (no next-sentence objective) and checkpoints may lack its
 weights, so RoBERTa gets a freshly initialised tanh-dense instead. `head="auto"` picks "dense" for
 RoBERTa-family backbones and for any checkpoint without pooler weights, else "pooler".
+Those heads read the [CLS] (`post_pooling: cls_pooler`). With `post_pooling: mean` (what `auto`
+picks for a backbone whose sentence-transformers config declares mean pooling, such as
+all-MiniLM-L6-v2; see pooling.py) the post is the mean of its real tokens, read by the classifier
+as it is: mean -> dropout -> linear, the linear head sentence-transformers models are probed with.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +23,7 @@ import torch
 from torch import nn
 
 from .padding import pad_batch
+from .pooling import masked_mean, resolve_post_pooling, warn_if_untrained_pooler
 
 ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm")
 
@@ -26,7 +32,8 @@ ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm")
 class PostTransformerConfig:
     backbone: str  # path of a HF encoder dir (loaded with local_files_only=True)
     num_labels: int
-    head: str = "auto"  # "auto" | "pooler" (BERT) | "dense" (RoBERTa classification head)
+    head: str = "auto"  # "auto" | "pooler" (BERT) | "dense" (RoBERTa classification head); [CLS] pooling only
+    post_pooling: str = "auto"  # "auto" | "cls_pooler" ([CLS] through `head`) | "mean": see models/pooling.py
     dropout: float | None = None  # None: the backbone's classifier_dropout or hidden_dropout_prob
 
 
@@ -38,6 +45,11 @@ class PostTransformer(nn.Module):
         super().__init__()
         if config.head not in ("auto", "pooler", "dense"):
             raise ValueError(f"unknown head {config.head!r}; known: auto, pooler, dense")
+        pooling = resolve_post_pooling(config.post_pooling, config.backbone)
+        if pooling == "mean" and config.head != "auto":
+            raise ValueError(f"head {config.head!r} projects the [CLS]; post_pooling 'mean' is read as it is "
+                             "(leave head at 'auto')")
+        loaded = backbone is None
         if backbone is None:
             from transformers import AutoModel
 
@@ -48,11 +60,15 @@ class PostTransformer(nn.Module):
         bc = backbone.config
         has_pooler = getattr(backbone, "pooler", None) is not None and pooler_loaded is not False
         head = config.head
-        if head == "auto":
+        if pooling == "mean":
+            head = "mean"
+        elif head == "auto":
             head = "dense" if bc.model_type in ROBERTA_TYPES or not has_pooler else "pooler"
         if head == "pooler" and getattr(backbone, "pooler", None) is None:
             raise ValueError(f"head 'pooler' needs a backbone with a pooler ({bc.model_type} has none)")
-        self.config, self.head = config, head
+        if head == "pooler" and loaded:
+            warn_if_untrained_pooler(backbone, config.backbone, config.post_pooling)
+        self.config, self.head = dataclasses.replace(config, post_pooling=pooling), head
 
         H = bc.hidden_size
         if config.dropout is not None:
@@ -65,9 +81,11 @@ class PostTransformer(nn.Module):
         new = []
         if head == "pooler":
             self.pool_dense = backbone.pooler.dense  # pretrained
-        else:
+        elif head == "dense":
             self.pool_dense = nn.Linear(H, H)
             new.append(self.pool_dense)
+        else:  # mean: no projection in front of the classifier
+            self.pool_dense = None
         self.classifier = nn.Linear(H, config.num_labels)
         new.append(self.classifier)
         backbone.pooler = None  # pooling happens here; no parameter is left without a gradient
@@ -78,6 +96,8 @@ class PostTransformer(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """input_ids, attention_mask [B, L] (right-padded) -> logits [B, num_labels]."""
         h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # [B, L, H]
+        if self.head == "mean":
+            return self.classifier(self.dropout(masked_mean(h, attention_mask)))
         cls = h[:, 0]  # [CLS] / <s>
         if self.head == "pooler":
             x = torch.tanh(self.pool_dense(cls))

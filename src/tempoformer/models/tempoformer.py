@@ -1,13 +1,15 @@
 """TempoFormer (Tseriotou et al., EMNLP 2024) and its recurrent variants RoTempoFormer and RoBERT.
 
 A BERT-like encoder with L layers: layers 0..L-3 encode each post alone ("local"); the top two are
-replaced by TempoFormer layers that mix the [CLS] of the window's posts with temporal rotary
-attention. Batches carry each distinct post once (`input_ids [P, L]`) and windows index into them
+replaced by TempoFormer layers that mix one vector per window post with temporal rotary attention.
+That vector is the post's [CLS] (`post_pooling: cls_pooler`, the paper) or the mean of its tokens
+(`mean`, for sentence-transformers backbones; `auto` follows the backbone, see pooling.py).
+Batches carry each distinct post once (`input_ids [P, L]`) and windows index into them
 (`window_index [B, w]`), so the local layers run once per post instead of once per window slot.
-In the fast path (`forward`) the TempoFormer layers run on packed tokens: every per-token op
-(projections, LayerNorms, FFN, stream embedding) sees only real tokens, padding exists only inside
-attention (`packed_layer`). The local layers run padded in `encode_local` ([P, L, H], the contract
-predict.py relies on to substitute cached local states).
+In the fast path (`forward`) every layer runs on packed tokens: every per-token op (projections,
+LayerNorms, FFN, stream embedding) sees only real tokens, padding exists only inside attention
+(`packed_layer`). `forward_naive` is the authors' computation, kept as the reference; `encode_local`
+runs the local layers padded ([P, L, H], the contract serving relies on to cache local states).
 """
 
 import copy
@@ -21,6 +23,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from .padding import pad_batch
+from .pooling import masked_mean, resolve_post_pooling, warn_if_untrained_pooler
 from .rotary import TemporalRotaryAttention
 
 
@@ -30,11 +33,12 @@ class TempoFormerConfig:
     num_labels: int
     window: int
     temporal_rope: bool = True  # False: rotary positions are window slots, not log-time gaps
-    rope: bool = True  # False: plain multi-head attention over the window's [CLS]
+    rope: bool = True  # False: plain multi-head attention over the window's post vectors
     stream_embeddings: bool = True
     gate_norm: bool = True
     tempo_layer_init: str = "pretrained"  # "pretrained" | "random" (the authors' released code)
     head: str = "tempoformer"  # "tempoformer" | "rotempoformer" | "robert"
+    post_pooling: str = "auto"  # "auto" | "cls_pooler" (the paper) | "mean": see models/pooling.py
     classifier_hidden: int = 64
     dropout: float = 0.1  # classifier / LSTM-head dropout
     lstm_hidden: int = 100  # RoBERT / RoTempoFormer recurrence
@@ -46,56 +50,98 @@ def extended_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Ten
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
-def cls_only_layer(layer: nn.Module, x: torch.Tensor, ext: torch.Tensor) -> torch.Tensor:
-    """A BERT/RoBERTa layer's output at token 0 only: [N, L, H] -> [N, H].
+class Packing:
+    """The real tokens of N rows packed row-major into [T, ...], row r holding counts[r] tokens;
+    attention pads them to [N, Lt] (Lt = the longest row), everything else runs packed.
+    Index tensors are built once per batch and shared by every layer that runs on these rows."""
 
-    The [CLS] query attends over all tokens' keys/values; the other tokens' queries and FFNs are
-    skipped since nothing downstream reads them. Equals layer(x, ext)[:, 0].
-    """
-    sa = layer.attention.self
-    N, L, _ = x.shape
-    nh, hd = sa.num_attention_heads, sa.attention_head_size
-    q = sa.query(x[:, :1]).view(N, 1, nh, hd).transpose(1, 2)  # [N, nh, 1, hd]
-    k = sa.key(x).view(N, L, nh, hd).transpose(1, 2)  # [N, nh, L, hd]
-    v = sa.value(x).view(N, L, nh, hd).transpose(1, 2)
-    p = sa.dropout.p if sa.training else 0.0
-    a = F.scaled_dot_product_attention(q, k, v, attn_mask=ext, dropout_p=p, scale=sa.scaling)  # [N, nh, 1, hd]
-    a = a.transpose(1, 2).reshape(N, 1, nh * hd)
-    h = layer.attention.output(a, x[:, :1])  # dense, dropout, LayerNorm(+residual): [N, 1, H]
-    h = layer.output(layer.intermediate(h), h)
-    return h[:, 0]
+    def __init__(self, counts: torch.Tensor):
+        self.counts = counts  # [N] >= 1
+        self.N, self.Lt = counts.shape[0], int(counts.max())
+        self.mask = torch.arange(self.Lt, device=counts.device) < counts[:, None]  # [N, Lt] real tokens
+        self.flat = self.mask.flatten().nonzero().squeeze(1)  # [T] row*Lt + col
+        self.row = torch.div(self.flat, self.Lt, rounding_mode="floor")  # [T] row of each token
+        self.starts = counts.cumsum(0) - counts  # [N] packed offset of each row's token 0
+        self._bias = {}
+
+    def bias(self, dtype: torch.dtype, heads: int | None = None) -> torch.Tensor:
+        """Additive key mask: 0 at real tokens, dtype's min at padding; [N, 1, 1, Lt], or with
+        heads [N*heads, 1, Lt] (the batched-matmul layout). Built once per batch and dtype."""
+        key = (dtype, heads)
+        if key not in self._bias:
+            ext = extended_mask(self.mask, dtype)  # [N, 1, 1, Lt]
+            self._bias[key] = ext if heads is None else ext.expand(-1, heads, -1, -1).reshape(-1, 1, self.Lt)
+        return self._bias[key]
+
+    def mean(self, xt: torch.Tensor) -> torch.Tensor:
+        """[T, H] -> [N, H], the mean over each row's tokens (summed in float32 at least, like
+        torch.sum does for bf16)."""
+        dtype = torch.promote_types(xt.dtype, torch.float32)
+        total = torch.zeros(self.N, xt.shape[-1], dtype=dtype, device=xt.device).index_add_(0, self.row, xt.to(dtype))
+        return total / self.counts[:, None].to(dtype)
 
 
-def packed_layer(layer: nn.Module, xp: torch.Tensor, flat: torch.Tensor, N: int, L: int,
-                 key_mask: torch.Tensor, cls_idx: torch.Tensor | None = None) -> torch.Tensor:
+def project(sa: nn.Module, x: torch.Tensor, names: tuple[str, ...]) -> torch.Tensor:
+    """Several of a self-attention's query/key/value projections of x [T, H] in one matmul ->
+    [T, len(names) * H]: one GEMM and one weight gradient instead of three, and one gradient
+    for x. Modules that are not plain nn.Linear (serving's transposed ones) are called one by one."""
+    mods = [getattr(sa, n) for n in names]
+    if all(type(m) is nn.Linear and m.bias is not None for m in mods):
+        return F.linear(x, torch.cat([m.weight for m in mods]), torch.cat([m.bias for m in mods]))
+    return torch.cat([m(x) for m in mods], dim=-1)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pk: "Packing", p: float, scale: float) -> torch.Tensor:
+    """q [N, nh, Lq, hd] over k, v [N, nh, Lt, hd] of pk's padded rows, padding masked; attention
+    dropout p. -> [N, nh, Lq, hd]."""
+    if p == 0.0:  # SDPA's fused CPU kernel
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=pk.bias(q.dtype), scale=scale)
+    # With dropout SDPA's CPU kernels step aside for its math fallback, which scales q and k
+    # separately, copies them and runs a NaN-safe softmax: bmm_attention is the same computation
+    # in half the ops (on a shared CPU each op can wait for its second thread).
+    return bmm_attention(q, k, v, pk.bias(q.dtype, q.shape[1]), scale, p)
+
+
+def bmm_attention(q, k, v, bias, scale: float, p: float) -> torch.Tensor:
+    """softmax(q k^T * scale + bias) with dropout p, times v: q [N, nh, Lq, hd], k, v [N, nh, Lt, hd]
+    (each viewable as [N*nh, ., hd]), bias [N*nh, 1, Lt] -> [N, nh, Lq, hd]."""
+    N, nh, Lq, hd = q.shape
+    Lt = k.shape[2]
+    scores = torch.baddbmm(bias, q.reshape(N * nh, Lq, hd), k.reshape(N * nh, Lt, hd).transpose(1, 2),
+                           alpha=scale)  # [N*nh, Lq, Lt]
+    weights = F.dropout(torch.softmax(scores, dim=-1), p)
+    return torch.bmm(weights, v.reshape(N * nh, Lt, hd)).view(N, nh, Lq, hd)
+
+
+def packed_layer(layer: nn.Module, xp: torch.Tensor, pk: Packing, cls_only: bool = False) -> torch.Tensor:
     """A BERT/RoBERTa layer on packed tokens: padding only inside attention.
 
-    xp [T, H] the real tokens of N rows, row-major; flat [T] = row*L + col their places in a padded
-    [N, L] layout; key_mask [N, L] bool, True at real tokens (exactly the places in flat).
-    The Q/K/V and output projections, LayerNorms and FFN run on the T real tokens only; attention
-    runs on the padded [N, nh, L, hd] view. Returns [T, H], equal to layer(x, ext) at the real
-    tokens; with cls_idx [N] (packed offset of each row's token 0) only the [CLS] queries and FFNs
-    run and it returns [N, H], equal to layer(x, ext)[:, 0].
+    xp [T, H] the real tokens of pk.N rows (pk's layout). The Q/K/V and output projections,
+    LayerNorms and FFN run on the T real tokens only; attention runs on the padded
+    [N, nh, Lt, hd] view. Returns [T, H], equal to layer(x, ext) at the real tokens; with cls_only
+    only the [CLS] (token 0) queries and FFNs run and it returns [N, H], equal to layer(x, ext)[:, 0].
     """
     sa = layer.attention.self
     nh, hd = sa.num_attention_heads, sa.attention_head_size
-    H = nh * hd
-
-    def pad(t):  # [T, H] -> [N, nh, L, hd], zeros at padding (masked out as keys)
-        return t.new_zeros(N * L, H).index_copy(0, flat, t).view(N, L, nh, hd).transpose(1, 2)
-
-    k, v = pad(sa.key(xp)), pad(sa.value(xp))
+    H, N, Lt = nh * hd, pk.N, pk.Lt
     p = sa.dropout.p if sa.training else 0.0
-    m = key_mask[:, None, None, :]  # [N, 1, 1, L]
-    if cls_idx is not None:
-        xc = xp.index_select(0, cls_idx)  # [N, H]
+    names = ("key", "value") if cls_only else ("query", "key", "value")
+    # one scatter of the projections into the padded layout, zeros at padding (masked out as keys)
+    qkv = project(sa, xp, names)  # [T, 2H or 3H]
+    qkv = qkv.new_zeros(N * Lt, qkv.shape[-1]).index_copy(0, pk.flat, qkv)
+    heads = qkv.view(N, Lt, len(names), nh, hd).permute(2, 0, 3, 1, 4)  # [2|3, N, nh, Lt, hd]
+    if p > 0.0:
+        heads = heads.contiguous()  # one copy for all three: the batched matmuls read [N*nh, Lt, hd]
+    # unbind, not indexing: its backward is one stack, not a zero-filled copy per part
+    *q, k, v = heads.unbind(0)  # [N, nh, Lt, hd] each
+    if cls_only:
+        xc = xp.index_select(0, pk.starts)  # [N, H]
         q = sa.query(xc).view(N, 1, nh, hd).transpose(1, 2)  # [N, nh, 1, hd]
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=p, scale=sa.scaling)
+        a = attention(q, k, v, pk, p, sa.scaling)
         h = layer.attention.output(a.reshape(N, H), xc)  # dense, dropout, LayerNorm(+residual)
         return layer.output(layer.intermediate(h), h)
-    q = pad(sa.query(xp))
-    a = F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=p, scale=sa.scaling)  # [N, nh, L, hd]
-    a = a.transpose(1, 2).reshape(N * L, H).index_select(0, flat)  # [T, H]
+    a = attention(q[0], k, v, pk, p, sa.scaling)  # [N, nh, Lt, hd]
+    a = a.transpose(1, 2).reshape(N * Lt, H).index_select(0, pk.flat)  # [T, H]
     h = layer.attention.output(a, xp)
     return layer.output(layer.intermediate(h), h)
 
@@ -114,13 +160,27 @@ class GateNorm(nn.Module):
         return self.norm((1 - g) * h_word + g * h_stream)
 
 
+def to_windows(v: torch.Tensor, pos: torch.Tensor, B: int, w: int) -> torch.Tensor:
+    """Rows -> windows: [N, H] at flat slots pos [N] -> [B, w, H], zero at slots without a row."""
+    if v.shape[0] == B * w:  # every slot has its row, in order (pos is arange)
+        return v.view(B, w, -1)
+    return v.new_zeros(B * w, v.shape[-1]).index_copy(0, pos, v).view(B, w, -1)
+
+
+def from_windows(v: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    """[B, w, H] -> [N, H], the rows at flat slots pos."""
+    flat = v.reshape(-1, v.shape[-1])
+    return flat if pos.shape[0] == flat.shape[0] else flat.index_select(0, pos)
+
+
 class TempoLayer(nn.Module):
-    """Stream position embedding -> word-level BERT layer -> temporal rotary MHA over the [CLS]."""
+    """Stream position embedding -> word-level BERT layer -> temporal rotary MHA over one vector per
+    post ([CLS] or token mean), its output written back into the [CLS] slot."""
 
     def __init__(self, word_layer: nn.Module, window: int, hidden: int, heads: int, eps: float,
-                 dropout: float, stream_embeddings: bool, rope: bool):
+                 dropout: float, stream_embeddings: bool, rope: bool, mean_pooling: bool):
         super().__init__()
-        self.stream_embeddings = stream_embeddings
+        self.stream_embeddings, self.mean_pooling = stream_embeddings, mean_pooling
         if stream_embeddings:
             self.stream_pos = nn.Embedding(window, hidden)  # one row per window slot; current post = w-1
             self.stream_norm = nn.LayerNorm(hidden, eps=eps)
@@ -128,49 +188,42 @@ class TempoLayer(nn.Module):
         self.word = word_layer
         self.attn = TemporalRotaryAttention(hidden, heads, use_rope=rope)
 
-    def forward(self, x, ext, slot, pos, key_mask, coords, cls_only):
-        """x [N, L, H] hidden states of N window posts; ext [N, 1, 1, L]; slot [N] stream-embedding
-        row of each; pos [N] flat index b*w+k into the [B, w] windows; key_mask [B, w]; coords [B, w] or None.
-        Returns (h_word, h_stream, x): the [CLS] before/after the rotary MHA as [B, w, H] (zero at
-        slots that have no row) and, unless cls_only, x with the attended [CLS] written back."""
+    def forward(self, x, row_mask, slot, pos, key_mask, coords):
+        """The reference (padded) computation. x [N, L, H] hidden states of N window posts;
+        row_mask [N, L] 1/0 real tokens; slot [N] stream-embedding row of each; pos [N] flat index
+        b*w+k into the [B, w] windows; key_mask [B, w]; coords [B, w] or None.
+        Returns (h_word, h_stream, x): the post vectors before/after the rotary MHA as [B, w, H]
+        (zero at slots that have no row) and x with the attended vector written into [CLS]."""
         B, w = key_mask.shape
         if self.stream_embeddings:
             x = self.stream_drop(self.stream_norm(x + self.stream_pos(slot)[:, None, :]))
-        if cls_only:
-            cls = cls_only_layer(self.word, x, ext)  # [N, H]
-        else:
-            x = self.word(x, ext)  # BertLayer in transformers 5 returns a tensor
-            cls = x[:, 0]
-        # rows -> windows: the rotary MHA mixes the posts of each window
-        h_word = cls.new_zeros(B * w, cls.shape[-1]).index_copy(0, pos, cls).view(B, w, -1)
+        x = self.word(x, extended_mask(row_mask, x.dtype))  # BertLayer in transformers 5 returns a tensor
+        post = masked_mean(x, row_mask) if self.mean_pooling else x[:, 0]
+        h_word = post.new_zeros(B * w, post.shape[-1]).index_copy(0, pos, post).view(B, w, -1)
         h_stream = self.attn(h_word, key_mask, coords)  # [B, w, H]
-        if not cls_only:
-            x = torch.cat([h_stream.view(B * w, -1)[pos][:, None, :], x[:, 1:]], dim=1)
+        x = torch.cat([h_stream.view(B * w, -1)[pos][:, None, :], x[:, 1:]], dim=1)
         return h_word, h_stream, x
 
-    def forward_packed(self, xt, tok, slot, pos, key_mask, coords, cls_only):
-        """forward on packed tokens. xt [T, H] the real tokens of the N rows, row-major; tok =
-        (trow [T] row of each token, tflat [T] its place row*Lt+col in a padded [N, Lt] layout,
-        tstarts [N] packed offset of each row's [CLS], tmask [N, Lt] bool real tokens);
-        slot, pos, key_mask, coords as in forward. Returns (h_word, h_stream, xt) like forward,
-        xt packed [T, H] (None if cls_only)."""
-        trow, tflat, tstarts, tmask = tok
-        N, Lt = tmask.shape
+    def forward_packed(self, xt, pk: Packing, slot_of_token, pos, key_mask, coords, last: bool):
+        """forward on packed tokens. xt [T, H] the real tokens of the N rows (pk's layout);
+        slot_of_token [T] stream-embedding row of each token; pos, key_mask, coords as in forward.
+        last: nothing reads the tokens afterwards, so with [CLS] pooling only the [CLS] queries
+        and FFN run. Returns (h_word, h_stream, xt) like forward, xt packed [T, H] (None if last)."""
         B, w = key_mask.shape
         if self.stream_embeddings:
-            xt = self.stream_drop(self.stream_norm(xt + self.stream_pos(slot)[trow]))
-        if cls_only:
-            cls = packed_layer(self.word, xt, tflat, N, Lt, tmask, cls_idx=tstarts)  # [N, H]
+            xt = self.stream_drop(self.stream_norm(xt + self.stream_pos(slot_of_token)))
+        if last and not self.mean_pooling:
+            post = packed_layer(self.word, xt, pk, cls_only=True)  # [N, H]
         else:
-            xt = packed_layer(self.word, xt, tflat, N, Lt, tmask)  # [T, H]
-            cls = xt.index_select(0, tstarts)
-        h_word = cls.new_zeros(B * w, cls.shape[-1]).index_copy(0, pos, cls).view(B, w, -1)
+            xt = packed_layer(self.word, xt, pk)  # [T, H]
+            post = pk.mean(xt) if self.mean_pooling else xt.index_select(0, pk.starts)
+        h_word = to_windows(post, pos, B, w)
         h_stream = self.attn(h_word, key_mask, coords)  # [B, w, H]
-        if cls_only:
+        if last:
             return h_word, h_stream, None
-        new_cls = h_stream.view(B * w, -1)[pos]
+        new_cls = from_windows(h_stream, pos)
         dt = torch.promote_types(xt.dtype, new_cls.dtype)  # as torch.cat does under autocast
-        xt = xt.to(dt).index_copy(0, tstarts, new_cls.to(dt))
+        xt = xt.to(dt).index_copy(0, pk.starts, new_cls.to(dt))
         return h_word, h_stream, xt
 
 
@@ -202,8 +255,8 @@ class LSTMHead(nn.Module):
 
 class TempoFormer(nn.Module):
     """TempoFormer over a HF BERT/RoBERTa backbone; `head` selects the classifier (the paper's FFN
-    on local ‖ fused [CLS], RoTempoFormer's LSTM over fused [CLS], or RoBERT's LSTM over the plain
-    backbone's pooled [CLS])."""
+    on local ‖ fused post vector, RoTempoFormer's LSTM over the fused vectors, or RoBERT's LSTM
+    over the plain backbone's post vectors)."""
 
     def __init__(self, config: TempoFormerConfig, backbone=None):
         super().__init__()
@@ -211,11 +264,16 @@ class TempoFormer(nn.Module):
             raise ValueError(f"unknown head {config.head!r}")
         if config.tempo_layer_init not in ("pretrained", "random"):
             raise ValueError(f"unknown tempo_layer_init {config.tempo_layer_init!r}")
+        pooling = resolve_post_pooling(config.post_pooling, config.backbone)
         if backbone is None:
             from transformers import AutoModel
 
             backbone = AutoModel.from_pretrained(config.backbone, local_files_only=True)
-        self.config = config
+            if pooling == "cls_pooler":  # a given backbone (tests, serving) gets its weights later
+                warn_if_untrained_pooler(backbone, config.backbone, config.post_pooling)
+        # the resolved choice: a saved model keeps it, whatever folder it is reloaded from
+        self.config = config = dataclasses.replace(config, post_pooling=pooling)
+        self.mean_pooling = pooling == "mean"
         bc = backbone.config
         H, heads, n = bc.hidden_size, bc.num_attention_heads, bc.num_hidden_layers
         layers = backbone.encoder.layer
@@ -227,7 +285,9 @@ class TempoFormer(nn.Module):
         # replaced, and keeping them would leave parameters that never get a gradient
         self.embeddings = backbone.embeddings
         self.local_layers = nn.ModuleList(layers[: n - 2] if tempo else layers)
-        if backbone.pooler is not None:
+        if self.mean_pooling:
+            self.pooler_dense = None  # a mean-pooled post is read as it is: no pooler anywhere
+        elif backbone.pooler is not None:
             self.pooler_dense = backbone.pooler.dense
         else:
             self.pooler_dense = nn.Linear(H, H)
@@ -245,7 +305,7 @@ class TempoFormer(nn.Module):
                     word.apply(backbone._init_weights)
                 self.tempo_layers.append(TempoLayer(
                     word, config.window, H, heads, bc.layer_norm_eps, bc.hidden_dropout_prob,
-                    config.stream_embeddings, config.rope))
+                    config.stream_embeddings, config.rope, self.mean_pooling))
                 new += [m for name, m in self.tempo_layers[-1].named_children() if name != "word"]
         if config.head == "tempoformer":
             if config.gate_norm:
@@ -259,15 +319,20 @@ class TempoFormer(nn.Module):
             )
         else:
             if config.head == "rotempoformer" and config.gate_norm:
-                self.gate_norm = GateNorm(H, bc.layer_norm_eps)  # fuses every post's [CLS]
+                self.gate_norm = GateNorm(H, bc.layer_norm_eps)  # fuses every post's vector
                 new.append(self.gate_norm)
             self.lstm_head = LSTMHead(H, config)  # plain torch init, like the classifier MLP
         for m in new:
             m.apply(backbone._init_weights)
 
-    def pool(self, cls: torch.Tensor) -> torch.Tensor:
-        """The backbone's pooler (dense + tanh) on [CLS] vectors [..., H]."""
-        return torch.tanh(self.pooler_dense(cls))
+    def pool(self, v: torch.Tensor) -> torch.Tensor:
+        """A post vector [..., H] as the heads read it: with [CLS] pooling through the backbone's
+        pooler (dense + tanh); a token mean as it is."""
+        return v if self.pooler_dense is None else torch.tanh(self.pooler_dense(v))
+
+    def post_vectors(self, h: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Padded token states [P, L, H] -> one vector per post [P, H] (pooled [CLS] or token mean)."""
+        return masked_mean(h, attention_mask) if self.mean_pooling else self.pool(h[:, 0])
 
     def encode_local(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """[P, L] -> [P, L, H]: embeddings and local layers, each post alone."""
@@ -281,80 +346,89 @@ class TempoFormer(nn.Module):
         """input_ids, attention_mask [P, L]: the distinct posts; window_index [B, w] into P;
         window_mask [B, w] bool (slot w-1 = current post, always real); time_gap [B, w] log-seconds
         gap to the current post, or None. Returns logits [B, num_labels]."""
-        return self._forward(input_ids, attention_mask, window_index, window_mask, time_gap, naive=False)
+        return self._forward_packed(input_ids, attention_mask, window_index, window_mask, time_gap)
 
     def forward_from_local(self, local_states, attention_mask, window_index, window_mask, time_gap=None):
         """forward() from the posts' local-layer states [P, L, H] (encode_local's output), which a
         caller may have kept from earlier windows: serving encodes each post once per stream."""
-        return self._forward(None, attention_mask, window_index, window_mask, time_gap, naive=False,
-                             local_states=local_states)
+        return self._forward_packed(None, attention_mask, window_index, window_mask, time_gap,
+                                    local_states=local_states)
 
     def forward_naive(self, input_ids, attention_mask, window_index, window_mask, time_gap=None):
         """The authors' computation: gather each window's posts, then encode all B*w of them
-        through every layer in full. Same logits and gradients as forward; kept as a reference."""
-        return self._forward(input_ids, attention_mask, window_index, window_mask, time_gap, naive=True)
+        through every layer in full, padded. Same logits and gradients as forward; the reference."""
+        B, w, window_mask, slot, coords = self._windows(window_index, window_mask, time_gap)
+        input_ids = input_ids[window_index].flatten(0, 1)  # [B*w, L]
+        attention_mask = attention_mask[window_index].flatten(0, 1)
+        h = self.encode_local(input_ids, attention_mask)  # [B*w, L, H]
+        if self.config.head == "robert":
+            return self.lstm_head(self.post_vectors(h, attention_mask).view(B, w, -1), window_mask)
+        local = self.post_vectors(h.view(B, w, *h.shape[1:])[:, -1], attention_mask.view(B, w, -1)[:, -1])
+        pos = torch.arange(B * w, device=h.device)  # every slot, padding included, is a row
+        x = h
+        for layer in self.tempo_layers:
+            h_word, h_stream, x = layer(x, attention_mask, slot.flatten(), pos, window_mask, coords)
+        return self._head(local, h_word, h_stream, window_mask)
 
-    def _forward(self, input_ids, attention_mask, window_index, window_mask, time_gap, naive, local_states=None):
+    def _windows(self, window_index, window_mask, time_gap):
         B, w = window_index.shape
         if w > self.config.window:
             raise ValueError(f"window of {w} posts, the model has {self.config.window} stream slots")
-        window_mask = window_mask.bool()
-        if naive:
-            input_ids = input_ids[window_index].flatten(0, 1)  # [B*w, L]
-            attention_mask = attention_mask[window_index].flatten(0, 1)
-            post_of = torch.arange(B * w, device=window_index.device)  # encoded row of each slot
-            pos = post_of  # every slot, padding included, is a row of the TempoFormer layers
+        # right-aligned: the current post always uses the last stream-embedding row
+        slot = torch.arange(self.config.window - w, self.config.window, device=window_index.device).expand(B, w)
+        coords = time_gap if (self.config.temporal_rope and time_gap is not None) else None
+        return B, w, window_mask.bool(), slot, coords
+
+    def _forward_packed(self, input_ids, attention_mask, window_index, window_mask, time_gap, local_states=None):
+        B, w, window_mask, slot, coords = self._windows(window_index, window_mask, time_gap)
+        am = attention_mask.bool()
+        if not bool(am[:, 0].all()):
+            raise ValueError("token 0 ([CLS]) of every post must be a real token")
+        # each distinct post's real tokens once, packed: [Tp, H]
+        posts = Packing(am.sum(1))
+        real = am.flatten().nonzero().squeeze(1)  # [Tp] places in the [P, L] input, row-major
+        if local_states is None:
+            hp = self.embeddings(input_ids=input_ids).flatten(0, 1).index_select(0, real)
+            for layer in self.local_layers:
+                hp = packed_layer(layer, hp, posts)
         else:
-            post_of = window_index.flatten()  # [B*w]
-            pos = window_mask.flatten().nonzero().squeeze(1)  # [N] real slots only
-        h = self.encode_local(input_ids, attention_mask) if local_states is None else local_states  # [P, L, H]
+            hp = local_states.flatten(0, 1).index_select(0, real)
+        if self.mean_pooling:
+            post_vec = posts.mean(hp)  # [P, H]
+        else:
+            post_vec = None  # pooled [CLS]: only the posts a head reads go through the pooler
 
         if self.config.head == "robert":
-            per_post = self.pool(h[:, 0])[post_of].view(B, w, -1)  # [B, w, H]
-            return self.lstm_head(per_post, window_mask)
+            per_post = post_vec if post_vec is not None else self.pool(hp.index_select(0, posts.starts))
+            return self.lstm_head(per_post[window_index], window_mask)
 
-        local_cls = self.pool(h[post_of.view(B, w)[:, -1], 0])  # [B, H] current post
-        rows = post_of[pos]  # [N] encoded post of each TempoFormer row
-        # right-aligned: the current post always uses the last stream-embedding row
-        slot = pos % w + (self.config.window - w)
-        coords = time_gap if (self.config.temporal_rope and time_gap is not None) else None
+        current = window_index[:, -1]  # [B]
+        local = post_vec[current] if post_vec is not None else self.pool(hp.index_select(0, posts.starts[current]))
+        # the TempoFormer layers' rows: one per real window slot, each a copy of its post's tokens
+        # (stream embeddings make the copies differ)
+        full = bool(window_mask.all())
+        pos = None if full else window_mask.flatten().nonzero().squeeze(1)  # [N] flat slots b*w+k
+        rows = window_index.flatten() if full else window_index.flatten().index_select(0, pos)  # [N] posts
+        if full:
+            pos = torch.arange(B * w, device=rows.device)
+        pk = Packing(posts.counts.index_select(0, rows))
+        col = torch.arange(pk.flat.shape[0], device=rows.device) - pk.starts.index_select(0, pk.row)
+        xt = hp.index_select(0, posts.starts.index_select(0, rows).index_select(0, pk.row) + col)  # [T, H]
+        slot_of_token = slot.flatten().index_select(0, pos).index_select(0, pk.row)  # [T]
         l1, l2 = self.tempo_layers
-        if not naive:
-            # packed: each row's real tokens once, [T, H]; padding only inside attention
-            L = attention_mask.shape[1]
-            am = attention_mask[rows].bool()  # [N, L]
-            if not bool(am[:, 0].all()):
-                raise ValueError("token 0 ([CLS]) of every post must be a real token")
-            real = am.flatten().nonzero().squeeze(1)  # [T] row*L + col, row-major
-            trow, tcol = real // L, real % L
-            Lt = int(tcol.max()) + 1  # the longest used post: trims padding all rows share
-            tmask = am[:, :Lt]
-            counts = tmask.sum(1)
-            tstarts = torch.cumsum(counts, 0) - counts  # [N] packed offset of each row's [CLS]
-            tok = (trow, trow * Lt + tcol, tstarts, tmask)
-            # one copy of each post's tokens per (window, slot): stream embeddings make them differ
-            xt = h.flatten(0, 1).index_select(0, rows[trow] * L + tcol)  # [T, H]
-            _, _, xt = l1.forward_packed(xt, tok, slot, pos, window_mask, coords, cls_only=False)
-            # only [CLS] is read after the last layer: skip the other tokens' queries and FFN
-            h_word, h_stream, _ = l2.forward_packed(xt, tok, slot, pos, window_mask, coords, cls_only=True)
-            return self._head(local_cls, h_word, h_stream, window_mask)
+        _, _, xt = l1.forward_packed(xt, pk, slot_of_token, pos, window_mask, coords, last=False)
+        h_word, h_stream, _ = l2.forward_packed(xt, pk, slot_of_token, pos, window_mask, coords, last=True)
+        return self._head(local, h_word, h_stream, window_mask)
 
-        x = h[rows]  # [N, L, H]: one copy per (window, slot), stream embeddings make them differ
-        ext = extended_mask(attention_mask[rows], x.dtype)
-        _, _, x = l1(x, ext, slot, pos, window_mask, coords, cls_only=False)
-        # only [CLS] is read after the last layer: skip the other tokens' queries and FFN
-        h_word, h_stream, _ = l2(x, ext, slot, pos, window_mask, coords, cls_only=False)
-        return self._head(local_cls, h_word, h_stream, window_mask)
-
-    def _head(self, local_cls, h_word, h_stream, window_mask):
-        """[B, H] local [CLS] of the current post, [B, w, H] [CLS] before/after the last rotary
-        MHA -> logits [B, num_labels]."""
+    def _head(self, local, h_word, h_stream, window_mask):
+        """[B, H] local vector of the current post, [B, w, H] post vectors before/after the last
+        rotary MHA -> logits [B, num_labels]."""
         if self.config.head == "rotempoformer":
             fused = self.gate_norm(h_word, h_stream) if self.config.gate_norm else h_stream  # [B, w, H]
             return self.lstm_head(self.pool(fused), window_mask)
         hw, hs = h_word[:, -1], h_stream[:, -1]  # current post: [B, H]
         fused = self.gate_norm(hw, hs) if self.config.gate_norm else hs
-        return self.classifier(torch.cat([local_cls, fused], dim=-1))
+        return self.classifier(torch.cat([local, fused], dim=-1))
 
 
 def collate_windows(token_ids, window_rows, window_valid, log_gap, pad_id):
