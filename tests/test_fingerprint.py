@@ -118,3 +118,4 @@ def test_model_types_differ_only_by_their_own_modules():
 @pytest.mark.parametrize("name", ["ingest", "train", "aggregate"])
 def test_real_package_digest_is_stable(name):
     assert ModuleGraph(PACKAGE).code_digest(name) == ModuleGraph(PACKAGE).code_digest(name)
+
