@@ -16,15 +16,15 @@ import pytest
 import yaml
 from conftest import BIN, REPO
 
+# real Snakemake runs killed and rerun (a minute or two)
+pytestmark = pytest.mark.slow
+
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
 
 # The lines of the workflow's Snakefile that remove a killed run's locks, then a job that
 # writes its output and keeps running while the file `slow` exists: the moment to kill it.
 MINIMAL_SNAKEFILE = """
 from tempoformer.training.lock import release_stale_snakemake_locks
-
-# real Snakemake runs killed and rerun (a minute or two)
-pytestmark = pytest.mark.slow
 
 if workflow.is_main_process:
     release_stale_snakemake_locks()
