@@ -3,6 +3,7 @@ diversity, table5, grid-report."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from ..arguments import json_arg
@@ -48,47 +49,47 @@ def cmd_grid_report(args):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("aggregate", help="Tables 2, 3, 4, 6, 11 and Figure 3 from finished runs")
-    p.add_argument("--metrics", nargs="+", required=True)
+    p = sub.add_parser("aggregate", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="Tables 2, 3, 4, 6, 11 and Figure 3 from finished runs")
+    p.add_argument("--metrics", nargs="+", required=True, help="every run's metrics.json")
     p.add_argument("--datasets", type=json_arg, required=True,
                    help='{"dataset": {"labels": [...], "paper_column": "LRS" | null}, ...}')
     p.add_argument("--out-dir", required=True, help="tables folder")
     p.add_argument("--figures-dir", help="figures folder (Figure 3); none: no figure")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the significance test")
-    p.add_argument("--bootstrap-seed", type=int, default=0)
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples")
     p.set_defaults(func=cmd_aggregate)
 
-    p = sub.add_parser("table1", help="dataset statistics (the paper's Table 1)")
-    p.add_argument("--posts", nargs="+", required=True)
+    p = sub.add_parser("table1", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="dataset statistics (the paper's Table 1)")
+    p.add_argument("--posts", nargs="+", required=True, help="posts.parquet of each dataset")
     p.add_argument("--names", nargs="+", required=True, help="dataset name of each posts file")
     p.add_argument("--minority", type=json_arg, required=True, help='{"dataset": [minority labels]}')
     p.add_argument("--paper-columns", type=json_arg, default={}, help='{"dataset": "LRS" | null}')
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="tables folder")
     p.set_defaults(func=cmd_table1)
 
-    p = sub.add_parser("diversity", help="one dataset's diversity: BERTScore, SBERT cosine, outlier (Table 5)")
-    p.add_argument("--posts", required=True)
+    p = sub.add_parser("diversity", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="one dataset's diversity: BERTScore, SBERT cosine, outlier (Table 5)")
+    p.add_argument("--posts", required=True, help="the dataset's posts.parquet")
     p.add_argument("--embeddings", required=True, help="the dataset's sbert.npy")
-    p.add_argument("--folds", required=True)
+    p.add_argument("--folds", required=True, help="the dataset's folds.parquet")
     p.add_argument("--output", required=True, help="JSON file")
     p.add_argument("--backbone", default="minilm", help="BERT model of BERTScore")
     p.add_argument("--layer", type=int, default=5, help="hidden layer of BERTScore's token vectors")
     p.add_argument("--max-pairs", type=int, default=1000, help="post pairs of BERTScore (all if fewer)")
-    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--max-tokens", type=int, default=128, help="tokens kept per post")
     p.add_argument("--seed", type=int, default=0, help="seed of the pair sample")
-    p.add_argument("--threads", type=int)
+    p.add_argument("--threads", type=int, help="torch threads")
     p.set_defaults(func=cmd_diversity)
 
-    p = sub.add_parser("table5", help="dataset diversity (the paper's Table 5)")
+    p = sub.add_parser("table5", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="dataset diversity (the paper's Table 5)")
     p.add_argument("--diversity", nargs="+", required=True, help="diversity JSON files")
     p.add_argument("--names", nargs="+", required=True, help="dataset name of each file")
     p.add_argument("--paper-columns", type=json_arg, default={}, help='{"dataset": "LRS" | null}')
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="tables folder")
     p.set_defaults(func=cmd_table5)
 
-    p = sub.add_parser("grid-report", help="record of grid searches: every point's dev macro-F1 (Markdown)")
+    p = sub.add_parser("grid-report", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="record of grid searches: every point's dev macro-F1 (Markdown)")
     p.add_argument("--metrics", nargs="+", type=Path, required=True, help="metrics.json of grid-searched runs")
-    p.add_argument("--title", required=True)
+    p.add_argument("--title", required=True, help="the record's heading")
     p.add_argument("--intro", default="", help="a paragraph under the title")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="Markdown file to write")
     p.set_defaults(func=cmd_grid_report)

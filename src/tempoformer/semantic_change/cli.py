@@ -180,11 +180,11 @@ def register(sub) -> None:
     def common(p):
         p.add_argument("--data", type=_json, required=True, help="dataset spec as JSON (see load_dataset)")
         p.add_argument("--name", required=True, help="dataset name")
-        p.add_argument("--method", required=True, choices=sorted(METHODS))
+        p.add_argument("--method", required=True, choices=sorted(METHODS), help="how time enters the model")
         p.add_argument("--settings", type=_json, default={},
                        help='JSON {"backbone", "attention": {...}, "training": {...}, "scoring": {...}}')
-        p.add_argument("--seed", type=int, required=True)
-        p.add_argument("--threads", type=int)
+        p.add_argument("--seed", type=int, required=True, help="seed of training and sampling")
+        p.add_argument("--threads", type=int, help="torch threads")
         p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
 
     p = sub.add_parser("semantic-change-train", help="MLM post-pretraining with time (one method, one seed)")
@@ -195,12 +195,12 @@ def register(sub) -> None:
     p = sub.add_parser("semantic-change-score", help="change score per target, Pearson/Spearman vs truth")
     common(p)
     p.add_argument("--model", help="post-pretrained model.pt (methods that train)")
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out-dir", required=True, help="output folder")
     p.set_defaults(func=cmd_semantic_change_score)
 
     p = sub.add_parser("semantic-change-tables", help="Tables 2-4 of Rosin & Radinsky 2022, paper beside ours")
-    p.add_argument("--metrics", nargs="+", required=True)
+    p.add_argument("--metrics", nargs="+", required=True, help="every run's metrics.json")
     p.add_argument("--datasets", type=_json, required=True, help='JSON {"dataset": "Eng" | null}')
-    p.add_argument("--backbone-label", default="MiniLM-L6")
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--backbone-label", default="MiniLM-L6", help="backbone name printed in the tables")
+    p.add_argument("--out-dir", required=True, help="output folder")
     p.set_defaults(func=cmd_semantic_change_tables)

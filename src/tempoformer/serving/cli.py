@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
@@ -12,9 +13,9 @@ def cmd_predict(args):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("predict", help="score a stream of JSON posts (one per line) with a trained TempoFormer")
+    p = sub.add_parser("predict", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="score a stream of JSON posts (one per line) with a trained TempoFormer")
     p.add_argument("--model", required=True, help="a run's model/ folder (written by training)")
     p.add_argument("--input", default="-", help="JSONL posts in arrival order; - = stdin")
-    p.add_argument("--threads", type=int)
-    p.add_argument("--device")
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's own choice)")
+    p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
     p.set_defaults(func=cmd_predict)
