@@ -27,10 +27,10 @@ rule ingest:
     output:
         f"{RESULTS}/{{dataset}}/posts.parquet",
     params:
-        fmt=lambda w: DATASETS[w.dataset]["format"],
-        options=lambda w: json.dumps(DATASETS[w.dataset].get("options", {}), sort_keys=True),
+        fmt=lambda w: ingest_settings(w.dataset)["format"],
+        options=lambda w: json.dumps(ingest_settings(w.dataset)["options"], sort_keys=True),
         # the reader refuses a post whose label is not one of these, naming the record
-        labels=lambda w: json.dumps(DATASETS[w.dataset]["labels"]),
+        labels=lambda w: json.dumps(ingest_settings(w.dataset)["labels"]),
         raw=lambda w, input: f"--input {input.raw}" if input.raw else "",
         raw_digest=raw_digest,
         code=code("ingest"),
