@@ -202,10 +202,11 @@ def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant:
 
 
 def run_tables(metrics: list[str], corpora: list[str], out_dir: str | os.PathLike, datasets: dict,
-               backbone_label: str = "MiniLM-L6") -> dict:
+               backbone_label: str = "MiniLM-L6", sc_metrics: list[str] | None = None) -> dict:
+    """dcwe_table{1..4} and dcwe_change; sc_metrics: semantic-change runs to show beside the change scores."""
     from .tables import write_tables
 
-    return write_tables(metrics, corpora, out_dir, datasets, backbone_label)
+    return write_tables(metrics, corpora, out_dir, datasets, backbone_label, sc_metrics or [])
 
 
 # --------------------------------------------------------------------------- argparse
@@ -228,7 +229,7 @@ def cmd_dcwe_train(a):
 
 
 def cmd_dcwe_tables(a):
-    run_tables(a.metrics, a.corpora, a.out_dir, a.datasets, a.backbone_label)
+    run_tables(a.metrics, a.corpora, a.out_dir, a.datasets, a.backbone_label, a.sc_metrics)
 
 
 def register(sub) -> None:
@@ -274,6 +275,8 @@ def register(sub) -> None:
     p.add_argument("--metrics", nargs="+", required=True, help="every run's metrics.json")
     p.add_argument("--corpora", nargs="+", required=True, help="every dataset's corpus.json")
     p.add_argument("--datasets", type=_json, required=True, help='JSON {"dataset": paper column or null}')
+    p.add_argument("--sc-metrics", nargs="*", default=[],
+                   help="semantic-change metrics.json to show beside the change scores")
     p.add_argument("--backbone-label", default="MiniLM-L6", help="backbone name printed in the tables")
     p.add_argument("--out-dir", required=True, help="output folder")
     p.set_defaults(func=cmd_dcwe_tables)
