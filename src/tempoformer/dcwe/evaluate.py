@@ -161,7 +161,7 @@ def change_scores(model: DcweModel, tokenizer, targets: dict[str, str], docs: pl
             for t in range(n_times):
                 units = present.filter(pl.col("time") == t)["unit"].to_numpy()
                 n = len(units)
-                emb, dyn = dynamic_embeddings(model, torch.full((n,), pieces[0]), torch.from_numpy(units).long(),
+                emb, dyn = dynamic_embeddings(model, torch.full((n,), pieces[0]), torch.tensor(units, dtype=torch.long),
                                               torch.full((n,), t))
                 means.append(dyn.mean(0))
             offsets = [m - emb[0] for m in means]

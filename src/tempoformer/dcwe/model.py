@@ -84,6 +84,7 @@ class DcweModel(nn.Module):
                  social: torch.Tensor | None = None, edge_index: torch.Tensor | None = None, seed: int = 0):
         super().__init__()
         config = bert.config
+        bert.pooler = None  # not used (MiniLM's was never trained): no parameter without a gradient
         self.spec, self.config, self.bert = spec, config, bert
         self.word_embeddings = bert.embeddings.word_embeddings
         d_model = config.hidden_size
