@@ -26,7 +26,8 @@ for _name, _spec in DC_DATASETS.items():
     _ref = _spec.get("semantic_change_dataset")
     if _ref is not None and _ref not in config.get("semantic_change", {}).get("datasets", {}):
         raise ValueError(f"dcwe.datasets.{_name}.semantic_change_dataset: {_ref!r} is not a semantic_change dataset")
-    if _ref is not None and any(DC_VARIANT_MODES[v] in ("full", "social_only") for v in dc_variants(_name)):
+    if (_ref is not None or _spec.get("format") == "semantic_change") and any(
+            DC_VARIANT_MODES[v] in ("full", "social_only") for v in dc_variants(_name)):
         raise ValueError(f"dcwe.datasets.{_name}: a semantic_change corpus has no social units; "
                          "variants dcwe and ta need them (use cwe, sa)")
 
@@ -57,6 +58,11 @@ def dc_external_files(name):
         return [spec["path"]]
     if spec["format"] == "chitchat" and spec.get("path"):
         return [spec["path"]]
+    if spec["format"] == "semantic_change":  # a load_dataset spec: its release and corpus folders
+        data = spec["data"]
+        return [p for p in (data.get("release") or data.get("path"),
+                            f"{data['small_dir']}/{data['language']}" if data.get("small_dir") else None,
+                            *(data.get("corpora") or [])) if p]
     return []  # the packaged chitchat corpus: its version is pinned with the environment
 
 

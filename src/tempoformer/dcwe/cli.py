@@ -81,10 +81,11 @@ def run_node2vec(corpus_dir: str | os.PathLike, settings: dict, seed: int, outpu
     """node2vec vectors of the corpus's units (output: .npy, one row per unit)."""
     import numpy as np
 
+    from ..device import set_threads
     from .data import read_corpus
     from .graph import Node2VecSettings, node2vec
 
-    _setup(1, "cpu")
+    set_threads(1)  # small sparse updates: one thread (and no transformers import)
     corpus, _ = read_corpus(corpus_dir)
     vectors = node2vec(len(corpus.units), corpus.edges, Node2VecSettings.from_dict(settings), seed, corpus.directed)
     return write_with(output, lambda tmp: np.save(tmp, vectors), suffix=".npy")
