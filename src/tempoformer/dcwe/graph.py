@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from .settings import settings_from_dict
+
 log = logging.getLogger(__name__)
 
 
@@ -104,11 +106,7 @@ class Node2VecSettings:
 
     @classmethod
     def from_dict(cls, values: dict | None) -> "Node2VecSettings":
-        values = dict(values or {})
-        unknown = set(values) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown node2vec settings {sorted(unknown)}")
-        return cls(**values)
+        return settings_from_dict(cls, values, "node2vec")
 
 
 def random_walks(neighbours: list[list[int]], walks_per_node: int, walk_length: int,

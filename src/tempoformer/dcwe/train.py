@@ -33,6 +33,8 @@ import polars as pl
 import torch
 from torch.nn import functional as F
 
+from .settings import settings_from_dict
+
 from ..semantic_change.pretrain import mask_batch
 from .model import DcweModel
 
@@ -67,11 +69,7 @@ class TrainSettings:
 
     @classmethod
     def from_dict(cls, values: dict | None) -> "TrainSettings":
-        values = dict(values or {})
-        unknown = set(values) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown training settings {sorted(unknown)}")
-        return cls(**values)
+        return settings_from_dict(cls, values, "training")
 
 
 # --------------------------------------------------------------------------- documents
