@@ -38,6 +38,7 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/semantic_change.smk"
+include: "workflow/rules/dcwe.smk"
 
 
 rule all:
@@ -45,3 +46,5 @@ rule all:
         # the paper's Tables 1-6, 11 and Figure 3
         [rules.aggregate.output, rules.table1.output, rules.table5.output] if DATASETS else [],
         rules.semantic_change_tables.output if SC_DATASETS else [],
+        # Hofmann et al. (2021) Tables 1-4 and the change-score table
+        rules.dcwe_tables.output if DC_DATASETS else [],

@@ -2,7 +2,7 @@
 
 Stages (one package each): data (ingest, synthetic-lrs, windows, folds, embed), training
 (train), reporting (aggregate, table1, diversity, table5, grid-report), serving (predict),
-semantic_change (semantic-change-*).
+semantic_change (semantic-change-*), dcwe (dcwe-*).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import os
 import sys
 
 from .data import cli as data_cli
+from .dcwe import cli as dcwe_cli
 from .errors import InputError
 from .reporting import cli as reporting_cli
 from .semantic_change import cli as semantic_change_cli
 from .serving import cli as serving_cli
 from .training import cli as training_cli
 
-STAGES = (data_cli, training_cli, reporting_cli, serving_cli, semantic_change_cli)
+STAGES = (data_cli, training_cli, reporting_cli, serving_cli, semantic_change_cli, dcwe_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

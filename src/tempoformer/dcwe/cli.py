@@ -1,0 +1,283 @@
+"""Entry points of the DCWE stage: plain functions (run_*) and their subcommands.
+
+`register` (called by the `tempoformer` command, src/tempoformer/cli.py) adds `dcwe-data`,
+`dcwe-node2vec`, `dcwe-warmup`, `dcwe-train` and `dcwe-tables`. Bad input raises
+InputError/ValueError, which tempoformer's main() turns into an error message; outputs are
+written atomically, so a failed job leaves none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from ..arguments import json_arg as _json
+from ..atomic import write_text_atomic, write_with
+
+log = logging.getLogger(__name__)
+
+SETTING_SECTIONS = ("backbone", "max_length", "model", "node2vec", "warmup", "training", "evaluation")
+
+
+def _setup(threads: int | None, device: str | None) -> str:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers.utils import logging as hf_logging
+
+    from ..device import pick_device, set_threads
+
+    hf_logging.disable_progress_bar()
+    set_threads(threads)
+    return pick_device(device)
+
+
+def _check_settings(settings: dict) -> dict:
+    unknown = set(settings) - set(SETTING_SECTIONS)
+    if unknown:
+        raise ValueError(f"unknown dcwe settings {sorted(unknown)}; known: {SETTING_SECTIONS}")
+    return settings
+
+
+def _tokenizer(backbone: str):
+    from ..semantic_change.model import load_tokenizer
+
+    return load_tokenizer(backbone)
+
+
+def corpus_stats(corpus, tokenizer) -> dict:
+    """Table 1 row: |D|, mean words and pieces per text, graph statistics, |T|, documents per time."""
+    import numpy as np
+
+    from .graph import graph_stats
+
+    texts = corpus.docs["text"].to_list()
+    pieces = tokenizer(texts, add_special_tokens=True)["input_ids"]
+    counts = corpus.docs.group_by("time").len().sort("time")["len"].to_list()
+    return {"dataset": corpus.name, "documents": corpus.docs.height,
+            "mean_words": float(np.mean([len(t.split()) for t in texts])),
+            "mean_pieces": float(np.mean([len(p) for p in pieces])),
+            "pieces": int(sum(len(p) for p in pieces)), **graph_stats(len(corpus.units), corpus.edges, corpus.directed),
+            "times": len(corpus.periods), "first_time": corpus.periods[0], "last_time": corpus.periods[-1],
+            "documents_per_time": counts,
+            "splits": {s: int(corpus.docs.filter(corpus.docs["split"] == s).height) for s in ("train", "dev", "test")}}
+
+
+def run_data(data: dict, name: str, out_dir: str | os.PathLike, backbone: str = "minilm") -> dict:
+    """Read/build a corpus; write out_dir/docs.parquet and out_dir/corpus.json (with Table 1 stats)."""
+    from .data import load_corpus, save_corpus
+
+    _setup(None, "cpu")
+    corpus = load_corpus(data, name)
+    stats = corpus_stats(corpus, _tokenizer(backbone))
+    save_corpus(corpus, out_dir, stats)
+    log.info("%s: %d documents, %d units, %d edges, %d time units %s", name, stats["documents"], stats["units"],
+             stats["edges"], stats["times"], stats["documents_per_time"])
+    return stats
+
+
+def run_node2vec(corpus_dir: str | os.PathLike, settings: dict, seed: int, output: str | os.PathLike) -> Path:
+    """node2vec vectors of the corpus's units (output: .npy, one row per unit)."""
+    import numpy as np
+
+    from ..device import set_threads
+    from .data import read_corpus
+    from .graph import Node2VecSettings, node2vec
+
+    set_threads(1)  # small sparse updates: one thread (and no transformers import)
+    corpus, _ = read_corpus(corpus_dir)
+    vectors = node2vec(len(corpus.units), corpus.edges, Node2VecSettings.from_dict(settings), seed, corpus.directed)
+    return write_with(output, lambda tmp: np.save(tmp, vectors), suffix=".npy")
+
+
+def _docs(corpus, tokenizer, split: str, max_length: int):
+    from .train import encode_docs
+
+    return encode_docs(tokenizer, corpus.split(split), max_length)
+
+
+def run_warmup(corpus_dir: str | os.PathLike, settings: dict, seed: int, output: str | os.PathLike,
+               threads: int | None = None, device: str | None = None) -> dict:
+    """The shared warm-up: CWE MLM fine-tuning from the pretrained backbone with a new MLM head."""
+    from .data import read_corpus
+    from .model import DcweModel, DcweSpec, load_bert, save_model
+    from .train import TrainSettings, train_mlm
+
+    device = _setup(threads, device)
+    settings = _check_settings(settings)
+    corpus, _ = read_corpus(corpus_dir)
+    backbone = settings.get("backbone", "minilm")
+    tokenizer = _tokenizer(backbone)
+    spec = DcweSpec(mode="cwe", n_times=len(corpus.periods), backbone=backbone)
+    model = DcweModel(load_bert(backbone), spec, [], seed=seed)
+    train_log = train_mlm(model, _docs(corpus, tokenizer, "train", settings.get("max_length", 128)), tokenizer,
+                          TrainSettings.from_dict(settings.get("warmup")), seed, device, warmup=True)
+    info = {"dataset": corpus.name, "seed": seed, "train_log": train_log}
+    save_model(model.cpu(), output, info)
+    log.info("warm-up %s seed %d: %d steps, mlm %.3f -> %.3f (%.1f s)", corpus.name, seed, train_log["steps"],
+             train_log["first10_mlm"] or float("nan"), train_log["last10_mlm"] or float("nan"), train_log["seconds"])
+    return info
+
+
+def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant: str, settings: dict, seed: int,
+              out_dir: str | os.PathLike, vectors: str | os.PathLike | None = None, threads: int | None = None,
+              device: str | None = None) -> dict:
+    """Train one variant from the warm-up checkpoint, then evaluate it: out_dir/{model.pt,
+    losses.parquet, metrics.json} (perplexities, sigma_sim, change scores where the corpus has targets)."""
+    import numpy as np
+    import polars as pl
+    import torch
+
+    from ..semantic_change.scoring import correlations
+    from .data import read_corpus
+    from .evaluate import change_scores, document_losses, perplexity, sigma_sim
+    from .model import VARIANTS, DcweSpec, count_parameters, load_model, save_model
+    from .train import TrainSettings, train_mlm
+    from .vocab import dynamic_token_ids
+
+    device = _setup(threads, device)
+    settings = _check_settings(settings)
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; one of {sorted(VARIANTS)}")
+    started = time.perf_counter()
+    corpus, _ = read_corpus(corpus_dir)
+    backbone = settings.get("backbone", "minilm")
+    max_length = settings.get("max_length", 128)
+    model_settings = dict(settings.get("model") or {})
+    top_k, min_id = model_settings.pop("top_words", 100_000), model_settings.pop("min_id", 2100)
+    spec = DcweSpec(mode=VARIANTS[variant], n_times=len(corpus.periods), n_units=len(corpus.units),
+                    backbone=backbone, **model_settings)
+    if spec.social and not corpus.has_social:
+        raise ValueError(f"variant {variant} needs social units, but {corpus.name} has one unit (a time-only corpus)")
+    social = edge_index = None
+    if spec.social:
+        if vectors is None:
+            raise ValueError(f"variant {variant} needs the node2vec vectors (--vectors)")
+        social = torch.from_numpy(np.load(vectors))
+        edge_index = torch.from_numpy(corpus.edge_index())
+    tokenizer = _tokenizer(backbone)
+    train = corpus.split("train")
+    dynamic_ids = dynamic_token_ids(train["text"], train["time"], tokenizer.get_vocab(), top_k, min_id) \
+        if spec.mode != "cwe" else []
+    model, _ = load_model(warmup, spec, social, edge_index, dynamic_ids, seed)
+    training = TrainSettings.from_dict(settings.get("training"))
+    train_log = train_mlm(model, _docs(corpus, tokenizer, "train", max_length), tokenizer, training, seed, device)
+    evaluation = dict(settings.get("evaluation") or {})
+    losses, metrics = [], {}
+    for split in ("dev", "test"):
+        docs = _docs(corpus, tokenizer, split, max_length)
+        frame = document_losses(model, docs, tokenizer, seed, training.mlm_probability,
+                                evaluation.get("batch_size", 32), device)
+        losses.append(frame.with_columns(pl.lit(split).alias("split")))
+        metrics[split] = {"perplexity": perplexity(frame, "token"), "documents": frame.height,
+                          "masked": int(frame["n_masked"].sum()),
+                          "perplexity_batch_mean": perplexity(frame, "batch_mean", evaluation.get("authors_batch", 4))}
+    model.cpu()
+    sigma = []
+    if spec.mode != "cwe":
+        sigma = sigma_sim(model, _docs(corpus, tokenizer, "dev", max_length), tokenizer,
+                          evaluation.get("sigma_top", 10), evaluation.get("sigma_min_contexts", 2),
+                          corpus.periods, corpus.units)
+    change = None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if corpus.targets and spec.mode in ("full", "time_only"):
+        scores = change_scores(model, tokenizer, corpus.targets, corpus.docs, len(corpus.periods), corpus.graded)
+        change = {**correlations(scores), "unscored": scores.filter(pl.col("score").is_null())
+                  .select("target", "problem").to_dicts()}
+        write_with(out / "change_scores.csv", lambda tmp: scores.write_csv(tmp))
+    save_model(model, out / "model.pt", {"dataset": corpus.name, "variant": variant, "seed": seed})
+    write_with(out / "losses.parquet", lambda tmp: pl.concat(losses).write_parquet(tmp))
+    result = {
+        "dataset": corpus.name, "variant": variant, "mode": spec.mode, "seed": seed, **metrics,
+        "params": count_parameters(model), "dynamic_params": count_parameters(model, model.dynamic_parameter_names()),
+        "dynamic_vocabulary": len(dynamic_ids), "sigma_sim": sigma, "change": change,
+        "train_steps": training.steps, "mlm_first10": train_log["first10_mlm"], "mlm_last10": train_log["last10_mlm"],
+        "train_log": train_log, "spec": spec.__dict__, "seconds": time.perf_counter() - started,
+    }
+    write_text_atomic(out / "metrics.json", json.dumps(result, indent=1, default=str) + "\n")
+    log.info("%s/%s seed %d: perplexity dev %.4f test %.4f (%d dynamic tokens, %.1f s)", corpus.name, variant, seed,
+             metrics["dev"]["perplexity"], metrics["test"]["perplexity"], len(dynamic_ids), result["seconds"])
+    return result
+
+
+def run_tables(metrics: list[str], corpora: list[str], out_dir: str | os.PathLike, datasets: dict,
+               backbone_label: str = "MiniLM-L6", sc_metrics: list[str] | None = None) -> dict:
+    """dcwe_table{1..4} and dcwe_change; sc_metrics: semantic-change runs to show beside the change scores."""
+    from .tables import write_tables
+
+    return write_tables(metrics, corpora, out_dir, datasets, backbone_label, sc_metrics or [])
+
+
+# --------------------------------------------------------------------------- argparse
+
+
+def cmd_dcwe_data(a):
+    run_data(a.data, a.name, a.out_dir, a.backbone)
+
+
+def cmd_dcwe_node2vec(a):
+    run_node2vec(a.corpus, a.settings, a.seed, a.output)
+
+
+def cmd_dcwe_warmup(a):
+    run_warmup(a.corpus, a.settings, a.seed, a.output, a.threads, a.device)
+
+
+def cmd_dcwe_train(a):
+    run_train(a.corpus, a.warmup, a.variant, a.settings, a.seed, a.out_dir, a.vectors, a.threads, a.device)
+
+
+def cmd_dcwe_tables(a):
+    run_tables(a.metrics, a.corpora, a.out_dir, a.datasets, a.backbone_label, a.sc_metrics)
+
+
+def register(sub) -> None:
+    """Add the dcwe-* subcommands to an argparse subparsers object."""
+    from .model import VARIANTS
+
+    p = sub.add_parser("dcwe-data", help="build/read a DCWE corpus: documents, units, graph, Table 1 statistics")
+    p.add_argument("--data", type=_json, required=True, help="dataset spec as JSON (see dcwe.data.load_corpus)")
+    p.add_argument("--name", required=True, help="dataset name")
+    p.add_argument("--backbone", default="minilm", help="tokenizer for the word-piece counts")
+    p.add_argument("--out-dir", required=True, help="folder for docs.parquet and corpus.json")
+    p.set_defaults(func=cmd_dcwe_data)
+
+    p = sub.add_parser("dcwe-node2vec", help="node2vec vectors of the social units (p = q = 1)")
+    p.add_argument("--corpus", required=True, help="folder written by dcwe-data")
+    p.add_argument("--settings", type=_json, default={}, help="Node2VecSettings as JSON")
+    p.add_argument("--seed", type=int, required=True, help="seed of walks and training")
+    p.add_argument("--output", required=True, help=".npy file to write")
+    p.set_defaults(func=cmd_dcwe_node2vec)
+
+    def common(p):
+        p.add_argument("--corpus", required=True, help="folder written by dcwe-data")
+        p.add_argument("--settings", type=_json, default={},
+                       help='JSON {"backbone", "max_length", "model", "warmup", "training", "evaluation"}')
+        p.add_argument("--seed", type=int, required=True, help="seed of init, batches, masks and dropout")
+        p.add_argument("--threads", type=int, help="torch threads")
+        p.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
+
+    p = sub.add_parser("dcwe-warmup", help="shared CWE warm-up checkpoint (MLM from the pretrained backbone)")
+    common(p)
+    p.add_argument("--output", required=True, help="checkpoint to write (warmup.pt)")
+    p.set_defaults(func=cmd_dcwe_warmup)
+
+    p = sub.add_parser("dcwe-train", help="train one variant from the warm-up, evaluate it (perplexity, sigma_sim)")
+    common(p)
+    p.add_argument("--warmup", required=True, help="checkpoint written by dcwe-warmup")
+    p.add_argument("--variant", required=True, choices=sorted(VARIANTS), help="cwe, dcwe, sa (time only), ta")
+    p.add_argument("--vectors", help="node2vec .npy (variants with social units)")
+    p.add_argument("--out-dir", required=True, help="output folder")
+    p.set_defaults(func=cmd_dcwe_train)
+
+    p = sub.add_parser("dcwe-tables", help="DCWE tables beside the paper's numbers")
+    p.add_argument("--metrics", nargs="+", required=True, help="every run's metrics.json")
+    p.add_argument("--corpora", nargs="+", required=True, help="every dataset's corpus.json")
+    p.add_argument("--datasets", type=_json, required=True, help='JSON {"dataset": paper column or null}')
+    p.add_argument("--sc-metrics", nargs="*", default=[],
+                   help="semantic-change metrics.json to show beside the change scores")
+    p.add_argument("--backbone-label", default="MiniLM-L6", help="backbone name printed in the tables")
+    p.add_argument("--out-dir", required=True, help="output folder")
+    p.set_defaults(func=cmd_dcwe_tables)

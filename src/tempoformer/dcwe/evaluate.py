@@ -1,0 +1,173 @@
+"""Evaluation: fixed-mask perplexity, the Wilcoxon test, sigma_sim (eq. 15), change scores.
+
+Perplexity. Each document's masks are fixed by (seed, doc_id) (train.document_masks), so every
+model of a seed is scored on the same masked positions and per-document losses pair up. We
+report the token-weighted perplexity exp(sum of CE over all masked pieces / their number); the
+authors' exp(mean over batches of the batch-mean CE) (main_mlm.py:144) is computed beside it
+from the same per-document sums (`batch_mean`, batches of `batch_size` documents in order).
+
+Significance: the Wilcoxon signed-rank test (scipy) on the paired per-document mean CE of two
+models on the same split and seed (the paper: p < .01).
+
+sigma_sim (eq. 14-15): for each word with a dynamic embedding and each (unit, time) in which it
+occurs in the dev documents, sim = cos(e~, e~ + o) (offsets in eval mode, no dropout: a function
+of (word, unit, time) only); sigma_sim is the standard deviation over those contexts. The top
+words come with one context above and one below their mean sim.
+
+Change score (beyond the paper): the social-averaged dynamic type embedding of a word at time j,
+e_j = e~ + mean over units of o_ij (units that wrote at j; one unit in a time-only corpus); the
+score is 1 - cos(e_first, e_last), and the walk length sum_j ||o_j - o_j-1|| is kept beside it.
+Only single-piece words of the dynamic vocabulary can be scored; the others are counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Sequence
+
+import numpy as np
+import polars as pl
+import torch
+from torch.nn import functional as F
+
+from .model import DcweModel
+from .train import EncodedDocs, masked_batch
+
+log = logging.getLogger(__name__)
+
+
+@torch.no_grad()
+def document_losses(model: DcweModel, docs: EncodedDocs, tokenizer, seed: int, probability: float = 0.15,
+                    batch_size: int = 32, device: str = "cpu") -> pl.DataFrame:
+    """doc_id, loss_sum (CE summed over the masked pieces), n_masked; masks fixed by (seed, doc_id)."""
+    model.to(device).eval()
+    order = np.argsort([len(x) for x in docs.ids], kind="stable")  # batches of similar length
+    loss_sum = np.zeros(len(docs))
+    count = np.zeros(len(docs), dtype=np.int64)
+    for start in range(0, len(order), batch_size):
+        picks = order[start: start + batch_size]
+        ids, attention, labels, times, units = (x.to(device) for x in
+                                                masked_batch(docs, picks, tokenizer, probability, seed, "eval"))
+        hidden, _, _ = model(ids, attention, times, units)
+        where = labels != -100
+        ce = F.cross_entropy(model.mlm_logits(hidden[where]), labels[where], reduction="none")
+        rows = where.nonzero()[:, 0].cpu()
+        per_doc = torch.zeros(len(picks), dtype=torch.float64).index_add_(0, rows, ce.double().cpu())
+        loss_sum[picks] = per_doc.numpy()
+        count[picks] = where.sum(1).cpu().numpy()
+    return pl.DataFrame({"doc_id": docs.doc_ids, "loss_sum": loss_sum, "n_masked": count})
+
+
+def perplexity(losses: pl.DataFrame, how: str = "token", batch_size: int = 4) -> float:
+    """token: exp(sum CE / n masked); batch_mean: exp(mean over consecutive batches of batch CE)."""
+    total, count = losses["loss_sum"].to_numpy(), losses["n_masked"].to_numpy()
+    if how == "token":
+        return float(math.exp(total.sum() / count.sum()))
+    if how == "batch_mean":
+        means = [total[i:i + batch_size].sum() / count[i:i + batch_size].sum()
+                 for i in range(0, len(total), batch_size)]
+        return float(math.exp(np.mean(means)))
+    raise ValueError(f"perplexity must be token or batch_mean, got {how!r}")
+
+
+def wilcoxon(a: pl.DataFrame, b: pl.DataFrame) -> dict:
+    """Wilcoxon signed-rank on paired per-document mean CE (a, b: document_losses on one split)."""
+    from scipy import stats
+
+    joined = a.join(b, on="doc_id", suffix="_b", how="inner")
+    if joined.height != a.height or joined.height != b.height:
+        raise ValueError(f"per-document losses do not pair: {a.height} and {b.height} documents, "
+                         f"{joined.height} in common")
+    x = (joined["loss_sum"] / joined["n_masked"]).to_numpy()
+    y = (joined["loss_sum_b"] / joined["n_masked_b"]).to_numpy()
+    diff = x - y
+    result = {"n": int(len(diff)), "mean_diff": float(diff.mean()) if len(diff) else None,
+              "statistic": None, "p": None}
+    if np.any(diff != 0):
+        test = stats.wilcoxon(x, y)
+        result.update(statistic=float(test.statistic), p=float(test.pvalue))
+    else:
+        result["p"] = 1.0
+    return result
+
+
+# --------------------------------------------------------------------------- dynamic embeddings
+
+
+@torch.no_grad()
+def dynamic_embeddings(model: DcweModel, token_ids: torch.Tensor, units: torch.Tensor,
+                       times: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(e~ (N, D), e~ + o (N, D)) for N (token, unit, time) triples, eval mode."""
+    model.eval()
+    ids = token_ids[:, None]
+    emb, offsets, _ = model.offsets(ids, torch.ones_like(ids), times, units)
+    emb = emb[:, 0]
+    return emb, emb if offsets is None else emb + offsets[:, 0]
+
+
+def sigma_sim(model: DcweModel, docs: EncodedDocs, tokenizer, top: int = 10, min_contexts: int = 2,
+              periods: Sequence[str] | None = None, units: Sequence[str] | None = None,
+              context_chars: int = 160) -> list[dict]:
+    """Words with the largest sigma_sim over the (unit, time) contexts of `docs` (eq. 15)."""
+    triples: dict[tuple[int, int, int], int] = {}  # (token, unit, time) -> first document
+    dynamic = model.dynamic.cpu()
+    for d, ids in enumerate(docs.ids):
+        for token in set(ids):
+            if dynamic[token]:
+                triples.setdefault((token, int(docs.units[d]), int(docs.times[d])), d)
+    if not triples:
+        return []
+    keys = sorted(triples)
+    table = torch.tensor(keys)
+    emb, dyn = dynamic_embeddings(model, table[:, 0], table[:, 1], table[:, 2])
+    sims = F.cosine_similarity(emb, dyn, dim=-1).numpy()
+    frame = pl.DataFrame({"token": table[:, 0].numpy(), "unit": table[:, 1].numpy(), "time": table[:, 2].numpy(),
+                          "doc": [triples[k] for k in keys], "sim": sims})
+    stats = (frame.group_by("token").agg(pl.col("sim").std(ddof=0).alias("sigma"), pl.col("sim").mean().alias("mean"),
+                                          pl.len().alias("n"))
+             .filter(pl.col("n") >= min_contexts).sort(["sigma", "token"], descending=[True, False]).head(top))
+
+    def context(row: dict) -> dict:
+        text = docs.texts[row["doc"]]
+        return {"unit": units[row["unit"]] if units else row["unit"],
+                "time": periods[row["time"]] if periods else row["time"],
+                "sim": round(float(row["sim"]), 6), "text": text[:context_chars]}
+
+    out = []
+    for row in stats.iter_rows(named=True):
+        group = frame.filter(pl.col("token") == row["token"]).sort("sim")
+        out.append({"word": tokenizer.convert_ids_to_tokens(int(row["token"])), "sigma": float(row["sigma"]),
+                    "mean_sim": float(row["mean"]), "contexts": int(row["n"]),
+                    "above": context(group.row(-1, named=True)), "below": context(group.row(0, named=True))})
+    return out
+
+
+def change_scores(model: DcweModel, tokenizer, targets: dict[str, str], docs: pl.DataFrame,
+                  n_times: int, graded: dict | None = None) -> pl.DataFrame:
+    """One row per target: score 1 - cos(e_first, e_last), walk length, or the problem."""
+    present = docs.select("unit", "time").unique().sort(["time", "unit"])
+    rows = []
+    for target, word in targets.items():
+        pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
+        row = {"target": target, "word": word, "score": None, "walk_length": None, "problem": None,
+               "graded": None if graded is None else graded.get(target)}
+        if len(pieces) != 1:
+            row["problem"] = f"{len(pieces)} word pieces"
+        elif not bool(model.dynamic[pieces[0]]):
+            row["problem"] = "not in the dynamic vocabulary"
+        else:
+            means = []
+            for t in range(n_times):
+                units = present.filter(pl.col("time") == t)["unit"].to_numpy()
+                n = len(units)
+                emb, dyn = dynamic_embeddings(model, torch.full((n,), pieces[0]), torch.tensor(units, dtype=torch.long),
+                                              torch.full((n,), t))
+                means.append(dyn.mean(0))
+            offsets = [m - emb[0] for m in means]
+            row["score"] = float(1 - F.cosine_similarity(means[0], means[-1], dim=0))
+            row["walk_length"] = float(sum((offsets[j] - offsets[j - 1]).norm() for j in range(1, n_times)))
+        rows.append(row)
+    schema = {"target": pl.String, "word": pl.String, "score": pl.Float64, "walk_length": pl.Float64,
+              "problem": pl.String, "graded": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)

@@ -1,0 +1,225 @@
+"""MLM fine-tuning of DCWE and CWE: documents, fixed masks, the priors, the training loop.
+
+Documents are WordPiece-encoded once; one longer than `max_length` keeps its first and last
+pieces (the authors' first 256 + last 256 of 512, data_helpers.py truncate). Masks (15% of the
+non-special pieces; 80% [MASK], 10% a random piece, 10% kept; at least one per document) are a
+function of (seed, doc_id, salt) only: every model trained or evaluated with the same seed sees
+the same masked positions (the authors' fresh global-RNG masks differ between DCWE and CWE runs,
+spec §3.4). Training batches are drawn by epoch-wise permutations of the training documents
+from `seed`: the warm-up, CWE and every DCWE variant with one seed see the same batches in the
+same order with the same masks.
+
+Loss per batch (eqs. 3, 5, 9-12): mean cross-entropy over the masked pieces + lambda_a * anchor
++ lambda_w * walk, lambda_w = lambda_w_ratio * lambda_a. `prior_norm`:
+- `paper`: each document's sum over its K real tokens of ||o||^2 (resp. ||o_j - o_j-1||^2),
+  divided by K, averaged over the batch's documents (eqs. 11-12);
+- `authors`: the mean over all B x L positions, padding included (main_mlm.py:114-117).
+`walk_at_t0`: `skip` (the paper: no walk term at the first time) or `authors` (spec §3.1).
+Adam without weight decay, schedule or clipping (the authors'); `dynamic_lr` may give the new
+offset and GAT weights their own rate. Dropout draws come from `seed` under a forked torch RNG.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import asdict, dataclass
+from types import SimpleNamespace
+from typing import Sequence
+
+import numpy as np
+import polars as pl
+import torch
+from torch.nn import functional as F
+
+from .settings import settings_from_dict
+
+from ..semantic_change.pretrain import mask_batch
+from .model import DcweModel
+
+log = logging.getLogger(__name__)
+
+PRIOR_NORMS = ("paper", "authors")
+
+
+@dataclass
+class TrainSettings:
+    steps: int = 100
+    batch_size: int = 4
+    lr: float = 3e-6                  # backbone and MLM head (the paper's best)
+    dynamic_lr: float | None = None   # offset FFNs and GATs (None: lr, as the authors)
+    head_lr: float | None = None      # warm-up only: the new MLM head (None: lr)
+    mlm_probability: float = 0.15
+    lambda_a: float = 0.1             # anchor prior (the paper's best)
+    lambda_w_ratio: float = 1000.0    # lambda_w = ratio * lambda_a
+    prior_norm: str = "paper"         # paper | authors
+    walk_at_t0: str = "skip"          # skip | authors
+    max_grad_norm: float | None = None
+
+    def __post_init__(self):
+        if self.prior_norm not in PRIOR_NORMS:
+            raise ValueError(f"prior_norm must be one of {PRIOR_NORMS}, got {self.prior_norm!r}")
+        if self.walk_at_t0 not in ("skip", "authors"):
+            raise ValueError(f"walk_at_t0 must be skip or authors, got {self.walk_at_t0!r}")
+
+    @property
+    def lambda_w(self) -> float:
+        return self.lambda_w_ratio * self.lambda_a
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> "TrainSettings":
+        return settings_from_dict(cls, values, "training")
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@dataclass
+class EncodedDocs:
+    doc_ids: list[str]
+    ids: list[list[int]]
+    times: np.ndarray
+    units: np.ndarray
+    texts: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def truncate(pieces: Sequence[int], budget: int) -> list[int]:
+    """First ceil(budget/2) and last floor(budget/2) pieces of a text longer than budget."""
+    if len(pieces) <= budget:
+        return list(pieces)
+    head = (budget + 1) // 2
+    return list(pieces[:head]) + list(pieces[len(pieces) - (budget - head):])
+
+
+def encode_docs(tokenizer, docs: pl.DataFrame, max_length: int) -> EncodedDocs:
+    """[CLS] pieces [SEP] of each document (docs: the corpus's document table)."""
+    if max_length < 3:
+        raise ValueError(f"max_length must be at least 3, got {max_length}")
+    texts = docs["text"].to_list()
+    pieces = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    ids = [[tokenizer.cls_token_id, *truncate(p, max_length - 2), tokenizer.sep_token_id] for p in pieces]
+    return EncodedDocs(docs["doc_id"].to_list(), ids, docs["time"].to_numpy(), docs["unit"].to_numpy(), texts)
+
+
+def stable_seed(*parts) -> int:
+    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little") >> 1
+
+
+def document_masks(ids: Sequence[int], key: tuple, tokenizer, probability: float) -> tuple[list[int], list[int]]:
+    """(masked ids, labels with -100 where not predicted) of one document, fixed by `key`."""
+    row = torch.tensor(ids)[None]
+    special = torch.isin(row, torch.tensor(tokenizer.all_special_ids))
+    generator = torch.Generator().manual_seed(stable_seed(*key))
+    masked, labels = mask_batch(row, special, None, SimpleNamespace(mask_id=tokenizer.mask_token_id),
+                                len(tokenizer), SimpleNamespace(mlm_probability=probability), generator)
+    return masked[0].tolist(), labels[0].tolist()
+
+
+def collate(rows: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    n = max(len(r) for r in rows)
+    out = torch.full((len(rows), n), pad, dtype=torch.long)
+    attention = torch.zeros((len(rows), n), dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.tensor(r)
+        attention[i, : len(r)] = 1
+    return out, attention
+
+
+def masked_batch(docs: EncodedDocs, picks: Sequence[int], tokenizer, probability: float, seed: int, salt: str):
+    """Tensors (ids, attention, labels, times, units) of documents `picks` with their fixed masks."""
+    masked, labels = zip(*(document_masks(docs.ids[i], (seed, docs.doc_ids[i], salt), tokenizer, probability)
+                           for i in picks))
+    ids, attention = collate(masked, tokenizer.pad_token_id)
+    labels, _ = collate(labels, -100)
+    picks = np.asarray(picks)
+    return (ids, attention, labels, torch.from_numpy(docs.times[picks]).long(),
+            torch.from_numpy(docs.units[picks]).long())
+
+
+def batch_schedule(n_docs: int, batch_size: int, steps: int, seed: int) -> list[np.ndarray]:
+    """`steps` batches of document indices: consecutive epoch-wise permutations from `seed`."""
+    rng = np.random.default_rng(seed)
+    order: list[int] = []
+    while len(order) < steps * batch_size:
+        order.extend(rng.permutation(n_docs).tolist())
+    return [np.array(order[s * batch_size: (s + 1) * batch_size]) for s in range(steps)]
+
+
+# --------------------------------------------------------------------------- priors
+
+
+def prior_terms(offsets: torch.Tensor, walk: torch.Tensor | None, attention: torch.Tensor,
+                norm: str = "paper") -> tuple[torch.Tensor, torch.Tensor]:
+    """(anchor, walk) prior values before lambda (see the module docstring for `norm`)."""
+    if norm not in PRIOR_NORMS:
+        raise ValueError(f"prior_norm must be one of {PRIOR_NORMS}, got {norm!r}")
+
+    def reduce(values: torch.Tensor) -> torch.Tensor:  # (B, L, D) -> scalar
+        squared = values.pow(2).sum(-1)
+        if norm == "authors":
+            return squared.mean()
+        mask = attention.to(squared.dtype)
+        return ((squared * mask).sum(1) / mask.sum(1)).mean()
+
+    anchor = reduce(offsets)
+    return anchor, reduce(walk) if walk is not None else offsets.new_zeros(())
+
+
+def mlm_loss(model: DcweModel, batch, settings: TrainSettings, device: str):
+    """(total loss, MLM cross-entropy, anchor, walk) of one batch."""
+    ids, attention, labels, times, units = (x.to(device) for x in batch)
+    walk_at_t0 = settings.walk_at_t0 if settings.lambda_a > 0 else None
+    hidden, offsets, walk = model(ids, attention, times, units, walk_at_t0)
+    where = labels != -100
+    ce = F.cross_entropy(model.mlm_logits(hidden[where]), labels[where])
+    if offsets is None:
+        zero = ce.new_zeros(())
+        return ce, ce, zero, zero
+    anchor, walk_value = prior_terms(offsets, walk, attention, settings.prior_norm)
+    total = ce + settings.lambda_a * anchor + settings.lambda_w * walk_value
+    return total, ce, anchor, walk_value
+
+
+def train_mlm(model: DcweModel, docs: EncodedDocs, tokenizer, settings: TrainSettings, seed: int,
+              device: str = "cpu", warmup: bool = False) -> dict:
+    """Train in place on `docs`; returns a log (losses per step, seconds, settings)."""
+    started = time.perf_counter()
+    dynamic = model.dynamic_parameter_names()
+    groups: dict[float, list] = {}
+    for name, param in model.named_parameters():
+        lr = settings.lr
+        if name in dynamic and settings.dynamic_lr is not None:
+            lr = settings.dynamic_lr
+        if warmup and name.startswith("mlm.") and settings.head_lr is not None:
+            lr = settings.head_lr
+        groups.setdefault(lr, []).append(param)
+    optimizer = torch.optim.Adam([{"params": ps, "lr": lr} for lr, ps in groups.items()])
+    log_rows = []
+    model.to(device).train()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)  # dropout
+            for step, picks in enumerate(batch_schedule(len(docs), settings.batch_size, settings.steps, seed)):
+                batch = masked_batch(docs, picks, tokenizer, settings.mlm_probability, seed, f"train{step}")
+                total, ce, anchor, walk = mlm_loss(model, batch, settings, device)
+                optimizer.zero_grad(set_to_none=True)
+                total.backward()
+                if settings.max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
+                optimizer.step()
+                log_rows.append([float(x.detach()) for x in (total, ce, anchor, walk)])
+                if (step + 1) % max(1, settings.steps // 5) == 0:
+                    log.info("step %d/%d: loss %.4f (mlm %.4f, anchor %.3g, walk %.3g)", step + 1,
+                             settings.steps, *log_rows[-1])
+    finally:
+        model.eval()
+    losses = np.array(log_rows).reshape(-1, 4)
+    return {"steps": settings.steps, "seconds": time.perf_counter() - started, "settings": asdict(settings),
+            "loss": losses[:, 0].tolist(), "mlm": losses[:, 1].tolist(), "anchor": losses[:, 2].tolist(),
+            "walk": losses[:, 3].tolist(),
+            "first10_mlm": float(losses[:10, 1].mean()) if len(losses) else None,
+            "last10_mlm": float(losses[-10:, 1].mean()) if len(losses) else None}

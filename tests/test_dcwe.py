@@ -1,0 +1,229 @@
+"""DCWE model pieces: priors, GAT, offsets, zero-offset equivalence, walk prior, determinism."""
+
+from copy import deepcopy
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from torch.nn import functional as F
+
+from tempoformer.dcwe.evaluate import change_scores, document_losses, perplexity, sigma_sim, wilcoxon
+from tempoformer.dcwe.gat import GATLayer, SocialGAT, with_self_loops
+from tempoformer.dcwe.graph import Node2VecSettings, graph_stats, node2vec
+from tempoformer.dcwe.model import DcweModel, DcweSpec, load_model, save_model
+from tempoformer.dcwe.train import (EncodedDocs, TrainSettings, collate, encode_docs, prior_terms, train_mlm,
+                                    truncate)
+from tempoformer.dcwe.vocab import STOPWORDS, dynamic_token_ids
+from test_semantic_change import tiny_bert
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from tempoformer.semantic_change.model import load_tokenizer
+
+    return load_tokenizer("minilm")
+
+
+TEXTS = ["the weather today is lovely and warm", "my garden looks lovely in the summer sun",
+         "we played music until midnight yesterday", "the music festival was loud and crowded",
+         "summer holidays are great for travelling", "travelling by train is slow but lovely"]
+GRAPH = [(0, 1), (1, 2)]  # three units on a path
+
+
+def corpus_docs(tokenizer, n_times=2):
+    docs = pl.DataFrame({"doc_id": [f"d{i}" for i in range(len(TEXTS))], "text": TEXTS,
+                         "unit": [i % 3 for i in range(len(TEXTS))], "time": [i % n_times for i in range(len(TEXTS))]})
+    return encode_docs(tokenizer, docs, 16), docs
+
+
+def make_model(tokenizer, mode="full", seed=0, offset_init="pytorch", dropout=0.2, bert=None, n_times=2, docs=None):
+    docs = docs if docs is not None else corpus_docs(tokenizer, n_times)[1]
+    ids = dynamic_token_ids(docs["text"], docs["time"], tokenizer.get_vocab())
+    spec = DcweSpec(mode=mode, n_times=n_times, n_units=3, offset_init=offset_init, dropout=dropout,
+                    attn_dropout=dropout * 3)
+    social = torch.randn(3, 50, generator=torch.Generator().manual_seed(1))
+    edges = torch.tensor(GRAPH).T
+    return DcweModel(bert if bert is not None else tiny_bert(seed), spec, ids, social,
+                     torch.cat([edges, edges.flip(0)], 1), seed)
+
+
+# --------------------------------------------------------------------------- priors
+
+
+def test_priors_by_hand_on_three_tokens():
+    # one text of 2 real tokens + 1 padding position, D = 2
+    offsets = torch.tensor([[[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]])
+    walk = torch.tensor([[[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]]])  # o_j - o_j-1
+    attention = torch.tensor([[1, 1, 0]])
+    anchor, walk_term = prior_terms(offsets, walk, attention, "paper")
+    assert anchor.item() == pytest.approx((1 + 4) / 2)       # 1/K sum_k ||o||^2, K = 2 real tokens
+    assert walk_term.item() == pytest.approx((1 + 1) / 2)
+    anchor, walk_term = prior_terms(offsets, walk, attention, "authors")
+    assert anchor.item() == pytest.approx((1 + 4 + 0) / 3)   # mean over all B x L positions
+    assert walk_term.item() == pytest.approx((1 + 1 + 0) / 3)
+    settings = TrainSettings(lambda_a=0.1)
+    assert settings.lambda_w == pytest.approx(100.0)           # lambda_w = 1000 lambda_a
+
+
+def test_walk_at_t0_is_an_option(tokenizer):
+    model = make_model(tokenizer, mode="time_only").train()
+    ids = torch.tensor([tokenizer.convert_tokens_to_ids(["[CLS]", "lovely", "music", "[SEP]"])])
+    one, zero = torch.ones(1, dtype=torch.long), torch.zeros(1, dtype=torch.long)
+    _, _, walk = model.offsets(ids, torch.ones_like(ids), zero, zero, "skip")
+    assert walk.abs().sum() == 0                              # the paper: no walk term at t = 0
+    _, _, walk = model.offsets(ids, torch.ones_like(ids), zero, zero, "authors")
+    assert walk.abs().sum() > 0                               # FFN_0 against itself under two dropout draws
+    _, offsets, walk = model.offsets(ids, torch.ones_like(ids), one, zero, "skip")
+    assert walk.abs().sum() > 0
+
+
+def test_walk_prior_gradient_pulls_consecutive_times_together(tokenizer):
+    model = make_model(tokenizer, mode="time_only", dropout=0.0)
+    model.train()
+    ids = torch.tensor([tokenizer.convert_tokens_to_ids(["[CLS]", "lovely", "music", "garden", "[SEP]"])])
+    attention, units, t1 = torch.ones_like(ids), torch.zeros(1, dtype=torch.long), torch.ones(1, dtype=torch.long)
+
+    def gap():
+        _, o1, _ = model.offsets(ids, attention, t1, units)
+        _, o0, _ = model.offsets(ids, attention, t1 - 1, units)
+        return (o1 - o0).norm().item()
+
+    before = gap()
+    assert before > 0
+    _, _, walk = model.offsets(ids, attention, t1, units, "skip")
+    _, walk_term = prior_terms(walk, walk, attention)
+    model.zero_grad()
+    walk_term.backward()
+    assert model.ffn[0].outer.weight.grad.abs().sum() > 0 and model.ffn[1].outer.weight.grad.abs().sum() > 0
+    with torch.no_grad():
+        for p in model.ffn.parameters():
+            p -= 0.05 * p.grad
+    assert gap() < before
+
+
+# --------------------------------------------------------------------------- GAT
+
+
+def test_gat_matches_a_dense_computation_on_four_nodes():
+    torch.manual_seed(0)
+    layer = GATLayer(3, 2, heads=4).eval()
+    x = torch.randn(4, 3)
+    edges = torch.tensor([[0, 1, 2, 3, 1], [1, 2, 0, 2, 1]])  # j -> i, with one self-loop already present
+    out = layer(x, with_self_loops(edges, 4))
+    adj = torch.eye(4, dtype=torch.bool)
+    adj[edges[1], edges[0]] = True                                # adj[i, j]: j sends to i
+    z = (x @ layer.lin.weight.T).view(4, 4, 2)                    # (node, head, F)
+    expected = torch.zeros(4, 2)
+    for h in range(4):
+        src = z[:, h] @ layer.att_src[h]                          # (node,)
+        dst = z[:, h] @ layer.att_dst[h]
+        scores = F.leaky_relu(dst[:, None] + src[None, :], 0.2).masked_fill(~adj, float("-inf"))
+        expected += torch.softmax(scores, 1) @ z[:, h]
+    expected = expected / 4 + layer.bias
+    torch.testing.assert_close(out, expected)
+    gat = SocialGAT(50, 4)
+    assert sum(p.numel() for p in gat.parameters()) == 20_900    # the paper's count per time unit
+
+
+# --------------------------------------------------------------------------- offsets
+
+
+def test_vocabulary_filter(tokenizer):
+    vocab = tokenizer.get_vocab()
+    ids = dynamic_token_ids(["the lovely garden 42 isolating a", "lovely music the"], [0, 1], vocab)
+    words = set(tokenizer.convert_ids_to_tokens(ids))
+    assert {"lovely", "garden", "music"} <= words
+    assert not words & (STOPWORDS | {"42", "isolating", "a"})   # stopword, digits, multi-piece, single char
+    assert all(i >= 2100 for i in ids)
+    assert len(STOPWORDS) == 179
+
+
+def test_offsets_of_filtered_out_tokens_are_exactly_zero(tokenizer):
+    model = make_model(tokenizer).train()
+    docs, _ = corpus_docs(tokenizer)
+    ids, attention = collate([docs.ids[0], docs.ids[1]], tokenizer.pad_token_id)
+    _, offsets, _ = model.offsets(ids, attention, torch.tensor([0, 1]), torch.tensor([0, 2]), "skip")
+    dynamic = model.dynamic[ids] & attention.bool()
+    assert dynamic.any() and (~dynamic).any()
+    assert torch.all(offsets[~dynamic] == 0)                      # exactly 0, not small
+    assert torch.all(offsets[dynamic].norm(dim=-1) > 0)
+
+
+def test_zero_offsets_give_the_cwe_loss_on_the_same_masks(tokenizer):
+    bert = tiny_bert(3)
+    cwe = DcweModel(deepcopy(bert), DcweSpec(mode="cwe", n_times=2), [], seed=0)
+    dcwe = make_model(tokenizer, offset_init="zero", bert=deepcopy(bert))
+    dcwe.mlm.load_state_dict(cwe.mlm.state_dict())
+    docs, _ = corpus_docs(tokenizer)
+    a = document_losses(cwe, docs, tokenizer, seed=5)
+    b = document_losses(dcwe, docs, tokenizer, seed=5)
+    assert a["n_masked"].to_list() == b["n_masked"].to_list()
+    np.testing.assert_array_equal(a["loss_sum"].to_numpy(), b["loss_sum"].to_numpy())
+    assert wilcoxon(a, b)["p"] == 1.0
+    c = document_losses(make_model(tokenizer, bert=deepcopy(bert)), docs, tokenizer, seed=5)
+    assert not np.array_equal(a["loss_sum"].to_numpy(), c["loss_sum"].to_numpy())  # real offsets change it
+    assert perplexity(a) == pytest.approx(np.exp(a["loss_sum"].sum() / a["n_masked"].sum()))
+
+
+def test_parameter_counts_per_time_unit(tokenizer):
+    from tempoformer.dcwe.model import count_parameters
+
+    full = make_model(tokenizer, bert=tiny_bert(0))  # hidden 16: FFN (66 -> 16 -> 16) + GAT 20,900
+    assert count_parameters(full, full.dynamic_parameter_names()) == 2 * (66 * 16 + 16 + 16 * 16 + 16 + 20_900)
+    ta = make_model(tokenizer, mode="social_only")
+    assert len(ta.ffn) == 1 and len(ta.gnn) == 1
+    sa = make_model(tokenizer, mode="time_only")
+    assert len(sa.ffn) == 2 and len(sa.gnn) == 0
+
+
+# --------------------------------------------------------------------------- determinism
+
+
+def test_node2vec_is_deterministic_for_a_seed():
+    settings = Node2VecSettings(dim=8, walks_per_node=3, walk_length=10, epochs=2, batch_size=64)
+    edges = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]
+    a, b = node2vec(5, edges, settings, seed=4), node2vec(5, edges, settings, seed=4)
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (5, 8)
+    assert not np.array_equal(a, node2vec(5, edges, settings, seed=5))
+    stats = graph_stats(5, edges)
+    assert stats["largest_component"] == 4 and stats["mean_degree"] == 2.0
+    assert stats["mean_shortest_path"] == pytest.approx(14 / 12)  # 1-3 is 2 steps, the other 5 pairs 1
+
+
+def test_training_is_deterministic_for_a_seed(tokenizer, tmp_path):
+    docs, frame = corpus_docs(tokenizer)
+    settings = TrainSettings(steps=2, batch_size=3, lr=1e-3, dynamic_lr=1e-2)
+    runs = []
+    for _ in range(2):
+        model = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
+        log = train_mlm(model, docs, tokenizer, settings, seed=7)
+        runs.append((log["loss"], model.state_dict()))
+    assert runs[0][0] == runs[1][0] and runs[0][0][0] > 0
+    assert all(torch.equal(v, runs[1][1][k]) for k, v in runs[0][1].items())
+    assert runs[0][1]["ffn.1.outer.weight"].abs().sum() > 0       # the offsets trained
+    save_model(model, tmp_path / "m.pt")
+    again, _ = load_model(tmp_path / "m.pt")
+    assert all(torch.equal(v, again.state_dict()[k]) for k, v in model.state_dict().items())
+
+
+def test_sigma_sim_and_change_scores(tokenizer):
+    model = make_model(tokenizer, mode="time_only", dropout=0.0).eval()
+    docs, frame = corpus_docs(tokenizer)
+    top = sigma_sim(model, docs, tokenizer, top=3, min_contexts=2, periods=["a", "b"], units=["x", "y", "z"])
+    assert top and top[0]["sigma"] >= top[-1]["sigma"] and top[0]["above"]["sim"] >= top[0]["below"]["sim"]
+    scores = change_scores(model, tokenizer, {"lovely_jj": "lovely", "isolating": "isolating", "the": "the"},
+                           frame, 2, {"lovely_jj": 0.5, "isolating": 0.1, "the": 0.0})
+    by = {r["target"]: r for r in scores.iter_rows(named=True)}
+    assert by["lovely_jj"]["score"] > 0 and by["lovely_jj"]["walk_length"] > 0
+    assert by["isolating"]["problem"] == "2 word pieces" and by["the"]["problem"] == "not in the dynamic vocabulary"
+
+
+def test_truncation_keeps_first_and_last_pieces():
+    assert truncate(list(range(10)), 4) == [0, 1, 8, 9]
+    assert truncate(list(range(10)), 5) == [0, 1, 2, 8, 9]
+    assert truncate([1, 2], 5) == [1, 2]
+    assert isinstance(EncodedDocs([], [], np.array([]), np.array([]), []).ids, list)

@@ -1,0 +1,82 @@
+"""The DCWE stage through the real snakemake CLI: its rules run, a rerun plans nothing, the
+default config plans every DCWE rule."""
+
+import pytest
+import yaml
+
+from conftest import REPO, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow  # runs the Snakemake DAG (about 20 s with a tiny backbone)
+
+
+def tiny_backbone(folder):
+    """A 2-layer, 16-wide BERT with MiniLM's tokenizer, saved as a model folder (the config's backbone)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from tempoformer.semantic_change.model import load_tokenizer
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                        max_position_embeddings=64)
+    BertModel(config, add_pooling_layer=False).save_pretrained(folder)
+    load_tokenizer("minilm").save_pretrained(folder)
+    return str(folder)
+
+
+def tiny_config(tmp_path):
+    words = "garden music summer lovely train river morning city coffee window".split()
+    rows = ["doc_id,unit,time,text"]
+    for i in range(36):
+        text = " ".join(words[(i + k) % len(words)] for k in range(8))
+        rows.append(f"d{i},u{i % 4},{i % 3},{text}")
+    (tmp_path / "docs.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "edges.csv").write_text("source,target\nu0,u1\nu1,u2\nu2,u3\n")
+    return {
+        "results": "results",
+        "dcwe": {
+            "backbone": tiny_backbone(tmp_path / "backbone"), "seeds": [0], "threads": 1, "device": "cpu",
+            "variants": ["cwe", "dcwe"], "max_length": 16,
+            "node2vec": {"dim": 50, "walks_per_node": 2, "walk_length": 5, "epochs": 1},
+            "warmup": {"steps": 2, "batch_size": 4, "lr": 1e-3},
+            "training": {"steps": 2, "batch_size": 4, "lr": 1e-3},
+            "evaluation": {"batch_size": 16, "sigma_top": 3},
+            "datasets": {"toy": {"format": "csv", "docs": str(tmp_path / "docs.csv"),
+                                 "edges": str(tmp_path / "edges.csv")}},
+        },
+    }
+
+
+def test_the_stage_runs_and_a_rerun_does_nothing(tmp_path):
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump(tiny_config(tmp_path)))
+    result = snakemake(tmp_path, configfile)
+    assert result.returncode == 0, result.stderr[-4000:]
+    tables = tmp_path / "results" / "tables"
+    for stem in ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_change"):
+        assert (tables / f"{stem}.md").is_file() and (tables / f"{stem}.csv").is_file()
+    table2 = (tables / "dcwe_table2.md").read_text()
+    assert "| toy | DCWE | ours" in table2 and "| toy | CWE | ours" in table2 and "p=" in table2
+    again = snakemake(tmp_path, configfile, "-n")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_default_config_plans_the_dcwe_stage(tmp_path):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    result = snakemake(tmp_path, configfile, "-n", "dcwe_all")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    jobs = {rule: n for rule, n in planned_jobs(result).items() if rule.startswith("dcwe")}
+    # chitchat_tiny: cwe, dcwe, sa, ta; chitchat_graded (time only): sa
+    assert jobs == {"dcwe_data": 2, "dcwe_node2vec": 1, "dcwe_warmup": 2, "dcwe_train": 5, "dcwe_tables": 1,
+                    "dcwe_all": 1}
+
+
+def test_a_social_variant_on_a_time_only_corpus_is_refused(tmp_path):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["dcwe"]["datasets"]["chitchat_graded"]["variants"] = ["sa", "ta"]
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    result = snakemake(tmp_path, configfile, "-n", "dcwe_all")
+    assert result.returncode != 0 and "no social units" in result.stdout + result.stderr

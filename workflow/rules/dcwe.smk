@@ -1,0 +1,247 @@
+# Dynamic contextualized word embeddings (Hofmann et al. 2021): corpus + Table 1 statistics →
+# node2vec (once per graph) → shared CWE warm-up per (dataset, seed) → one training + evaluation
+# per (dataset, variant, seed) → Tables 1-4 and the change-score table.
+# Config: config["dcwe"] (keys described in config/config.yaml and the schema).
+# Needs common.smk (RESULTS, TABLES, code()); a dataset that reads a semantic_change dataset
+# needs semantic_change_common.smk (included by the Snakefile before this file). Target: rule dcwe_all.
+from types import SimpleNamespace
+
+from tempoformer.dcwe.model import VARIANTS as DC_VARIANT_MODES
+
+DC = config.get("dcwe", {})
+DC_RESULTS = f"{RESULTS}/dcwe"
+DC_DATASETS = DC.get("datasets", {})
+DC_SEEDS = DC.get("seeds", [0])
+DC_THREADS = DC.get("threads", config.get("threads", 1))
+DC_SECTIONS = ("model", "node2vec", "warmup", "training", "evaluation")
+# Keys of a dataset entry that are not part of the reader's spec.
+DC_DATASET_EXTRA = ("paper_column", "variants", "semantic_change_dataset", "max_length", *DC_SECTIONS)
+
+
+def dc_variants(name):
+    return DC_DATASETS[name].get("variants", DC.get("variants", []))
+
+
+for _name, _spec in DC_DATASETS.items():
+    _ref = _spec.get("semantic_change_dataset")
+    if _ref is not None and _ref not in config.get("semantic_change", {}).get("datasets", {}):
+        raise ValueError(f"dcwe.datasets.{_name}.semantic_change_dataset: {_ref!r} is not a semantic_change dataset")
+    if (_ref is not None or _spec.get("format") == "semantic_change") and any(
+            DC_VARIANT_MODES[v] in ("full", "social_only") for v in dc_variants(_name)):
+        raise ValueError(f"dcwe.datasets.{_name}: a semantic_change corpus has no social units; "
+                         "variants dcwe and ta need them (use cwe, sa)")
+
+
+wildcard_constraints:
+    dc_dataset="|".join(DC_DATASETS) or "(?!)",
+    dc_variant="|".join(DC_VARIANT_MODES),
+
+
+def dc_data_dir(name):
+    return f"{DC_RESULTS}/{name}/data"
+
+
+def dc_data_spec(name):
+    """The reader's spec (dcwe.data.load_corpus) as JSON."""
+    spec = DC_DATASETS[name]
+    if spec.get("semantic_change_dataset"):
+        return json.dumps({"format": "semantic_change", "data": json.loads(sc_data_spec(spec["semantic_change_dataset"])),
+                           **{k: v for k, v in spec.items() if k == "split_seed"}})
+    return json.dumps({k: v for k, v in spec.items() if k not in DC_DATASET_EXTRA})
+
+
+def dc_external_files(name):
+    spec = DC_DATASETS[name]
+    if spec["format"] == "csv":
+        return [spec["docs"]] + ([spec["edges"]] if spec.get("edges") else [])
+    if spec["format"] == "release":
+        return [spec["path"]]
+    if spec["format"] == "chitchat" and spec.get("path"):
+        return [spec["path"]]
+    if spec["format"] == "semantic_change":  # a load_dataset spec: its release and corpus folders
+        data = spec["data"]
+        return [p for p in (data.get("release") or data.get("path"),
+                            f"{data['small_dir']}/{data['language']}" if data.get("small_dir") else None,
+                            *(data.get("corpora") or [])) if p]
+    return []  # the packaged chitchat corpus: its version is pinned with the environment
+
+
+def dc_data_inputs(w):
+    spec = DC_DATASETS[w.dc_dataset]
+    if spec.get("semantic_change_dataset"):
+        return sc_data_inputs(SimpleNamespace(sc_dataset=spec["semantic_change_dataset"]))
+    return {"data": external(dc_external_files(w.dc_dataset))}
+
+
+def dc_data_digest(w):
+    spec = DC_DATASETS[w.dc_dataset]
+    if spec.get("semantic_change_dataset"):
+        return sc_data_digest(SimpleNamespace(sc_dataset=spec["semantic_change_dataset"]))
+    return content_digest(dc_external_files(w.dc_dataset))
+
+
+def dc_settings(name, *sections):
+    """Settings JSON: the global sections, each updated by the dataset's own."""
+    spec = DC_DATASETS[name]
+    return json.dumps({"backbone": DC.get("backbone", "minilm"),
+                       "max_length": spec.get("max_length", DC.get("max_length", 128)),
+                       **{key: {**DC.get(key, {}), **spec.get(key, {})} for key in sections}})
+
+
+def dc_device():
+    return f"--device {DC['device']}" if DC.get("device") else ""
+
+
+def dc_run_dir(name, variant, seed):
+    return f"{DC_RESULTS}/{name}/seed{seed}/{variant}"
+
+
+def dc_all_metrics():
+    return [f"{dc_run_dir(name, variant, seed)}/metrics.json"
+            for name in DC_DATASETS for variant in dc_variants(name) for seed in DC_SEEDS]
+
+
+def dc_train_inputs(w):
+    inputs = {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
+              "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt"}
+    if DC_VARIANT_MODES[w.dc_variant] in ("full", "social_only"):
+        inputs["vectors"] = f"{DC_RESULTS}/{w.dc_dataset}/node2vec.npy"
+    return inputs
+
+
+def dc_compared_sc_metrics():
+    """The semantic-change runs of the corpora a DCWE dataset reads, shown beside its change scores."""
+    sc = config.get("semantic_change", {})
+    return [f"{RESULTS}/semantic_change/{spec['semantic_change_dataset']}/{method}/seed{seed}/metrics.json"
+            for spec in DC_DATASETS.values() if spec.get("semantic_change_dataset")
+            for method in sc.get("methods", []) if method == "temporal_attention"
+            for seed in sc.get("seeds", [0])]
+
+
+DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_change")
+
+
+rule dcwe_data:
+    conda:
+        CONDA_ENV
+    input:
+        unpack(dc_data_inputs),
+    output:
+        corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+        docs=f"{DC_RESULTS}/{{dc_dataset}}/data/docs.parquet",
+    params:
+        data=lambda w: dc_data_spec(w.dc_dataset),
+        data_digest=dc_data_digest,
+        backbone=DC.get("backbone", "minilm"),
+        out_dir=lambda w: dc_data_dir(w.dc_dataset),
+        code=code("dcwe-data"),
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/data.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/data.tsv"
+    shell:
+        "exec tempoformer dcwe-data --data {params.data:q} --name {wildcards.dc_dataset}"
+        " --backbone {params.backbone:q} --out-dir {params.out_dir} 2> {log}"
+
+
+rule dcwe_node2vec:
+    conda:
+        CONDA_ENV
+    input:
+        corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+    output:
+        f"{DC_RESULTS}/{{dc_dataset}}/node2vec.npy",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: json.dumps({**DC.get("node2vec", {}), **DC_DATASETS[w.dc_dataset].get("node2vec", {})}),
+        seed=DC.get("node2vec_seed", 0),
+        corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
+        code=code("dcwe-node2vec"),
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/node2vec.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/node2vec.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer dcwe-node2vec --corpus {params.corpus_dir} --settings {params.settings:q}"
+        " --seed {params.seed} --output {output} 2> {log}"
+
+
+rule dcwe_warmup:
+    conda:
+        CONDA_ENV
+    input:
+        corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+    output:
+        f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/warmup.pt",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: dc_settings(w.dc_dataset, "warmup"),
+        corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
+        device=dc_device(),
+        code=code("dcwe-warmup"),
+    threads: DC_THREADS
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/warmup_seed{{seed}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/warmup_seed{{seed}}.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer dcwe-warmup --corpus {params.corpus_dir} --settings {params.settings:q}"
+        " --seed {wildcards.seed} --threads {threads} {params.device} --output {output} 2> {log}"
+
+
+rule dcwe_train:
+    conda:
+        CONDA_ENV
+    input:
+        unpack(dc_train_inputs),
+    output:
+        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/metrics.json",
+        losses=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/losses.parquet",
+        model=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/model.pt",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: dc_settings(w.dc_dataset, "model", "training", "evaluation"),
+        corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
+        vectors=lambda w, input: f"--vectors {input.vectors}" if "vectors" in input.keys() else "",
+        out_dir=lambda w: dc_run_dir(w.dc_dataset, w.dc_variant, w.seed),
+        device=dc_device(),
+        code=code("dcwe-train"),
+    threads: DC_THREADS
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer dcwe-train --corpus {params.corpus_dir} --warmup {input.warmup}"
+        " --variant {wildcards.dc_variant} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed}"
+        " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
+
+
+rule dcwe_tables:
+    conda:
+        CONDA_ENV
+    input:
+        metrics=dc_all_metrics(),
+        corpora=[f"{dc_data_dir(name)}/corpus.json" for name in DC_DATASETS],
+        sc_metrics=dc_compared_sc_metrics(),
+    output:
+        expand(f"{TABLES}/{{stem}}.{{ext}}", stem=DC_TABLES, ext=("md", "csv", "tex", "html")),
+    params:
+        datasets=json.dumps({name: spec.get("paper_column") for name, spec in DC_DATASETS.items()}),
+        label=DC.get("backbone_label", "MiniLM-L6"),
+        sc_metrics=lambda w, input: f"--sc-metrics {' '.join(input.sc_metrics)}" if input.sc_metrics else "",
+        out_dir=TABLES,
+        code=code("dcwe-tables"),
+    log:
+        f"{RESULTS}/logs/dcwe/tables.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dcwe/tables.tsv"
+    shell:
+        "exec tempoformer dcwe-tables --metrics {input.metrics} --corpora {input.corpora}"
+        " --datasets {params.datasets:q} {params.sc_metrics} --backbone-label {params.label:q}"
+        " --out-dir {params.out_dir} 2> {log}"
+
+
+rule dcwe_all:
+    input:
+        rules.dcwe_tables.output,
