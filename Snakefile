@@ -38,6 +38,7 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/semantic_change.smk"
+include: "workflow/rules/future_lm.smk"
 
 
 rule all:
@@ -45,3 +46,5 @@ rule all:
         # the paper's Tables 1-6, 11 and Figure 3
         [rules.aggregate.output, rules.table1.output, rules.table5.output] if DATASETS else [],
         rules.semantic_change_tables.output if SC_DATASETS else [],
+        # Li & Flanigan (2024): Tables 1 and 3, beyond-the-paper table, Figures 3 and 1b
+        rules.future_lm_all.input if FL_DATASETS else [],

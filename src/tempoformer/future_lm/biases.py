@@ -56,6 +56,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..settings import settings_from_dict
 from .data import history_years
 from .frequency import scale_minmax
 
@@ -93,10 +94,7 @@ class BiasSpec:
 
     @classmethod
     def from_dict(cls, d: dict) -> "BiasSpec":
-        unknown = set(d) - set(cls.__dataclass_fields__) - {"CHOICES"}
-        if unknown:
-            raise ValueError(f"unknown model settings {sorted(unknown)}")
-        return cls(**d)
+        return settings_from_dict(cls, d, "model")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -44,6 +44,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..settings import settings_from_dict
 
 log = logging.getLogger(__name__)
 
@@ -196,11 +197,7 @@ class FilterSettings:
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "FilterSettings":
-        d = dict(d or {})
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown filter settings {sorted(unknown)}")
-        return cls(**d)
+        return settings_from_dict(cls, d, "filter")
 
 
 def filter_reason(record: Record, settings: FilterSettings) -> str | None:

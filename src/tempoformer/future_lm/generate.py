@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch.nn import functional as F
 
+from ..settings import settings_from_dict
+
 
 @dataclass
 class DecodeSettings:
@@ -34,11 +36,7 @@ class DecodeSettings:
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "DecodeSettings":
-        d = dict(d or {})
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown decoding settings {sorted(unknown)}")
-        return cls(**d)
+        return settings_from_dict(cls, d, "decoding")
 
     def to_dict(self):
         return asdict(self)

@@ -23,6 +23,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..settings import settings_from_dict
+
 
 @dataclass
 class LMConfig:
@@ -37,10 +39,7 @@ class LMConfig:
     @classmethod
     def from_dict(cls, d: dict, vocab_size: int) -> "LMConfig":
         d = {k: v for k, v in (d or {}).items() if k != "vocab_size"}
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown lm settings {sorted(unknown)}")
-        config = cls(vocab_size=vocab_size, **d)
+        config = settings_from_dict(cls, d, "lm", vocab_size=vocab_size)
         if config.d_model % config.n_heads:
             raise ValueError(f"d_model {config.d_model} is not a multiple of n_heads {config.n_heads}")
         return config

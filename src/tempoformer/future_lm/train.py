@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from ..settings import settings_from_dict
 from .evaluate import Doc, perplexity
 
 log = logging.getLogger(__name__)
@@ -50,11 +51,7 @@ class FitSettings:
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "FitSettings":
-        d = dict(d or {})
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown training settings {sorted(unknown)}")
-        return cls(**d)
+        return settings_from_dict(cls, d, "training")
 
 
 def chunks(ids: list[int], bos: int, eos: int, context: int) -> list[list[int]]:
