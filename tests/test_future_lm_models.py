@@ -213,3 +213,23 @@ def test_same_seed_same_training_numbers():
         _, record = fit(model, docs, dev, vocab, FitSettings(epochs=2, batch_size=2, lr=1e-3), seed=3)
         runs.append([e["dev_ppl"] for e in record["epochs"]])
     assert runs[0] == runs[1] and runs[0][2] != runs[0][0]
+
+
+def test_a_hugging_face_causal_lm_plugs_in_as_the_base_model():
+    # base_model: gpt2 users: the same interface over a transformers causal LM (a tiny random
+    # GPT-2 here; no weights are downloaded)
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from tempoformer.future_lm.lm import HFCausalLM
+
+    torch.manual_seed(0)
+    hf = GPT2LMHeadModel(GPT2Config(vocab_size=V, n_positions=16, n_embd=16, n_layer=1, n_head=2)).eval()
+    base = HFCausalLM("tiny-gpt2", model=hf)
+    ids = torch.randint(4, V, (2, 7))
+    with torch.no_grad():
+        expected = hf(ids).logits
+        got, _ = temporal(dict(type="context2"), 0.0, base).logits(ids, 2020)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    model = temporal(dict(type="frequency"), 1.0, base)
+    settings = DecodeSettings(beams=3, top_k=10, top_p=0.92, max_tokens=8)
+    assert beam_sample(model, 2020, BOS, EOS, settings, seed=1) == beam_sample(model, 2020, BOS, EOS, settings, seed=1)
