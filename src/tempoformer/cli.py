@@ -2,7 +2,7 @@
 
 Stages (one package each): data (ingest, synthetic-lrs, windows, folds, embed), training
 (train), reporting (aggregate, table1, diversity, table5, grid-report), serving (predict),
-semantic_change (semantic-change-*), dcwe (dcwe-*).
+semantic_change (semantic-change-*), dcwe (dcwe-*), future_lm (future-lm-*).
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ import sys
 from .data import cli as data_cli
 from .dcwe import cli as dcwe_cli
 from .errors import InputError
+from .future_lm import cli as future_lm_cli
 from .reporting import cli as reporting_cli
 from .semantic_change import cli as semantic_change_cli
 from .serving import cli as serving_cli
 from .training import cli as training_cli
 
-STAGES = (data_cli, training_cli, reporting_cli, serving_cli, semantic_change_cli, dcwe_cli)
+STAGES = (data_cli, training_cli, reporting_cli, serving_cli, semantic_change_cli, dcwe_cli, future_lm_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:

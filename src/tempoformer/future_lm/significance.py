@@ -1,0 +1,40 @@
+"""Paired tests of a model against the Baseline over the same test abstracts.
+
+Each abstract's score is its log-perplexity (NLL / tokens), averaged over the seeds a model ran.
+- Sign test: the exact two-sided binomial test of the number of abstracts on which the model's
+  score is lower than the Baseline's, ties left out (scipy.stats.binomtest). The authors'
+  sign_test.py pairs the two systems' top-100 CM scores by rank and reports C(n,k)/2^n, the
+  probability of one outcome, not a tail p-value.
+- Paired bootstrap of the corpus perplexity (exp(total NLL / total tokens)): abstracts drawn
+  with replacement, the same draw for both models; p = share of resamples in which the model's
+  perplexity is not lower than the Baseline's (ties counted half).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def sign_test(model: np.ndarray, baseline: np.ndarray) -> dict:
+    from scipy.stats import binomtest
+
+    model, baseline = np.asarray(model, dtype=float), np.asarray(baseline, dtype=float)
+    wins, losses = int((model < baseline).sum()), int((model > baseline).sum())
+    n = wins + losses
+    p = float(binomtest(wins, n, 0.5).pvalue) if n else 1.0
+    return {"wins": wins, "losses": losses, "ties": int(len(model) - n), "p_value": p}
+
+
+def bootstrap_ppl(nll_model, nll_base, tokens, resamples: int = 1000, seed: int = 0) -> dict:
+    """nll_*: per-abstract total NLL (seed means), tokens: per-abstract token counts."""
+    nll_model, nll_base, tokens = (np.asarray(x, dtype=float) for x in (nll_model, nll_base, tokens))
+    rng = np.random.default_rng(seed)
+    n = len(tokens)
+    not_better = 0.0
+    for _ in range(resamples):
+        w = np.bincount(rng.integers(n, size=n), minlength=n)
+        a, b = (w * nll_model).sum(), (w * nll_base).sum()
+        not_better += 1.0 if a > b else 0.5 if a == b else 0.0
+    return {"ppl_model": float(np.exp(nll_model.sum() / tokens.sum())),
+            "ppl_baseline": float(np.exp(nll_base.sum() / tokens.sum())),
+            "p_value": not_better / resamples, "resamples": resamples, "seed": seed}

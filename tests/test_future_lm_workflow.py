@@ -1,0 +1,70 @@
+"""The future LM stage in the DAG: the default config plans every rule; a tiny config runs the
+stage end to end, and a rerun does nothing."""
+
+import json
+
+import pytest
+import yaml
+
+from conftest import REPO, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow  # runs the real snakemake CLI
+
+
+def default_future_lm() -> dict:
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())["future_lm"]
+
+
+def write_config(tmp_path, config: dict):
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_default_config_plans_every_future_lm_rule(tmp_path):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    result = snakemake(tmp_path, write_config(tmp_path, config), "-n", "future_lm_all")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    jobs = planned_jobs(result)
+    assert {k: v for k, v in jobs.items() if k.startswith("future_lm")} == {
+        "future_lm_corpus": 1, "future_lm_tokenize": 1, "future_lm_frequency": 1, "future_lm_context": 1,
+        "future_lm_pretrain": 1, "future_lm_train": 6, "future_lm_evaluate": 6, "future_lm_unigram": 1,
+        "future_lm_tables": 1, "future_lm_human_sheet": 1, "future_lm_all": 1}
+
+
+def test_unknown_model_type_is_refused_by_the_schema(tmp_path):
+    config = {"results": "results", "future_lm": default_future_lm()}
+    config["future_lm"]["models"]["context3"] = {"type": "context3"}
+    result = snakemake(tmp_path, write_config(tmp_path, config), "-n")
+    assert result.returncode != 0 and "context3" in result.stdout + result.stderr
+
+
+def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
+    fl = default_future_lm()
+    fl.update({
+        "lm": {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "context": 48, "dropout": 0.1},
+        "pretrain": {"epochs": 1, "batch_size": 8, "lr": 1.0e-3},
+        "finetune": {"epochs": 1, "batch_size": 8, "lr": 1.0e-3},
+        "context": {"encoder": "minilm", "cap_per_year": 3, "max_length": 64, "batch_size": 8, "layer": -1, "seed": 0},
+        "evaluation": {"batch_size": 8, "stride": None, "n_generate": 1, "cm_references": 5},
+        "generation": {"beams": 2, "top_k": 50, "top_p": 0.92, "max_tokens": 8},
+        # The fewest jobs that still run every step a model goes through (each job pays ~2-3 s of
+        # torch import): one model, no unigram baselines, no V_iw. The models' code is tested
+        # in test_future_lm_models.py; the default config runs every rule (README).
+        "unigram": {"run": False},
+        "human_eval": {"per_model": 1, "seed": 0},
+        "bootstrap": {"resamples": 50, "seed": 0},
+        "models": {"baseline": {"type": "baseline"}},
+    })
+    fl["datasets"]["acl_sample"]["cap"] = {"history": 6, "train": 6, "dev": 6, "test": 6, "future": 6, "seed": 0}
+    configfile = write_config(tmp_path, {"results": "results", "future_lm": fl})
+    result = snakemake(tmp_path, configfile)
+    assert result.returncode == 0, result.stderr[-4000:]
+    tables = tmp_path / "results" / "tables" / "acl_sample"
+    table3 = (tables / "future_lm_table3.md").read_text()
+    assert "| Baseline | baseline | 1 |" in table3 and "not in our copy" in table3
+    assert (tables / "future_lm_human_eval_sheet.csv").read_text().startswith("item,year,text,topic_clear_correct")
+    counts = json.loads((tmp_path / "results" / "future_lm" / "acl_sample" / "corpus_counts.json").read_text())
+    assert counts["used_per_split"]["test"] == 6
+    again = snakemake(tmp_path, configfile, "-n")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -1,0 +1,275 @@
+# Future language modeling (Li & Flanigan 2024): abstracts by year -> corpus (filter counted) ->
+# tokens + vocabulary -> per-year log frequencies and mean contextual embeddings -> base LM
+# pretrained once -> each (model, seed) fine-tuned from it -> perplexities, generation, CM ->
+# Table 1, Table 3, beyond-the-paper table, Figures 3 and 1b, the human-evaluation sheet.
+# Config: config["future_lm"] (keys described in config/config.yaml and the schema).
+# Needs common.smk (RESULTS, TABLES, FIGURES, code(), external(), content_digest()).
+# Target: rule future_lm_all.
+
+include: "future_lm_common.smk"
+
+
+rule future_lm_corpus:
+    conda:
+        CONDA_ENV
+    input:
+        sources=lambda w: external(fl_source_paths(w.fl_dataset)),
+    output:
+        corpus=f"{FL_RESULTS}/{{fl_dataset}}/corpus.parquet",
+        counts=f"{FL_RESULTS}/{{fl_dataset}}/corpus_counts.json",
+    params:
+        spec=lambda w: json.dumps(fl_spec(w.fl_dataset), sort_keys=True),
+        digest=lambda w: content_digest(fl_source_paths(w.fl_dataset)),
+        out_dir=lambda w: fl_dir(w.fl_dataset),
+        code=code("future-lm-corpus"),
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/corpus.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/corpus.tsv"
+    shell:
+        "exec tempoformer future-lm-corpus --spec {params.spec:q} --out-dir {params.out_dir} 2> {log}"
+
+
+rule future_lm_tokenize:
+    conda:
+        CONDA_ENV
+    input:
+        corpus=rules.future_lm_corpus.output.corpus,
+    output:
+        tokens=f"{FL_RESULTS}/{{fl_dataset}}/tokens.parquet",
+        vocab=f"{FL_RESULTS}/{{fl_dataset}}/vocab.json",
+    params:
+        tokenizer=lambda w: fl_section(w.fl_dataset, "tokenizer") or "minilm",
+        # a pretrained base model keeps its tokenizer's whole vocabulary
+        restrict=lambda w: "" if (fl_section(w.fl_dataset, "base_model") or "scratch") == "scratch" else "--no-restrict",
+        min_count=lambda w: fl_section(w.fl_dataset, "min_count") or 1,
+        stopwords=lambda w: f"--stopwords {fl_section(w.fl_dataset, 'stopwords')}" if fl_section(w.fl_dataset, "stopwords") else "",
+        out_dir=lambda w: fl_dir(w.fl_dataset),
+        code=code("future-lm-tokenize"),
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/tokenize.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/tokenize.tsv"
+    shell:
+        "exec tempoformer future-lm-tokenize --corpus {input.corpus} --tokenizer {params.tokenizer:q} {params.restrict}"
+        " --min-count {params.min_count} {params.stopwords} --out-dir {params.out_dir} 2> {log}"
+
+
+rule future_lm_frequency:
+    conda:
+        CONDA_ENV
+    input:
+        tokens=rules.future_lm_tokenize.output.tokens,
+        vocab=rules.future_lm_tokenize.output.vocab,
+    output:
+        f"{FL_RESULTS}/{{fl_dataset}}/frequency.npz",
+    params:
+        smoothing=lambda w: fl_section(w.fl_dataset, "smoothing") or 1.0,
+        code=code("future-lm-frequency"),
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/frequency.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/frequency.tsv"
+    shell:
+        "exec tempoformer future-lm-frequency --tokens {input.tokens} --vocab {input.vocab}"
+        " --smoothing {params.smoothing} --output {output} 2> {log}"
+
+
+rule future_lm_context:
+    conda:
+        CONDA_ENV
+    input:
+        corpus=rules.future_lm_corpus.output.corpus,
+        counts=rules.future_lm_corpus.output.counts,
+        vocab=rules.future_lm_tokenize.output.vocab,
+    output:
+        f"{FL_RESULTS}/{{fl_dataset}}/context.npz",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: json.dumps({"tokenizer": fl_section(w.fl_dataset, "tokenizer") or "minilm",
+                                       "max_window": fl_max_window(w.fl_dataset),
+                                       "shortcut": bool(fl_section(w.fl_dataset, "shortcut")),
+                                       "context": fl_section(w.fl_dataset, "context")}, sort_keys=True),
+        device=fl_device(),
+        code=code("future-lm-context"),
+    threads: FL_THREADS
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/context.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/context.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer future-lm-context --corpus {input.corpus} --counts {input.counts}"
+        " --vocab {input.vocab} --settings {params.settings:q} --threads {threads} {params.device}"
+        " --output {output} 2> {log}"
+
+
+rule future_lm_pretrain:
+    conda:
+        CONDA_ENV
+    input:
+        tokens=rules.future_lm_tokenize.output.tokens,
+        vocab=rules.future_lm_tokenize.output.vocab,
+        counts=rules.future_lm_corpus.output.counts,
+    output:
+        f"{FL_RESULTS}/{{fl_dataset}}/pretrained.pt",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: fl_settings(w.fl_dataset, "base_model", "lm", "pretrain"),
+        seed=lambda w: fl_section(w.fl_dataset, "pretrain_seed") or 0,
+        device=fl_device(),
+        code=code("future-lm-pretrain"),
+    threads: FL_THREADS
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/pretrain.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/pretrain.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer future-lm-pretrain --tokens {input.tokens} --vocab {input.vocab}"
+        " --counts {input.counts} --settings {params.settings:q} --seed {params.seed} --threads {threads}"
+        " {params.device} --output {output} 2> {log}"
+
+
+rule future_lm_train:
+    conda:
+        CONDA_ENV
+    input:
+        unpack(fl_model_inputs),
+        pretrained=rules.future_lm_pretrain.output,
+    output:
+        model=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/model.pt",
+        info=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/train.json",
+    params:
+        kernels=KERNELS,
+        model=fl_model_entry,
+        settings=lambda w: fl_settings(w.fl_dataset, "finetune", "shortcut"),
+        context=lambda w, input: f"--context {input.context}" if "context" in input.keys() else "",
+        device=fl_device(),
+        code=code("future-lm-train"),
+    threads: FL_THREADS
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/train_{{fl_model}}_seed{{seed}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/train_{{fl_model}}_seed{{seed}}.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer future-lm-train --tokens {input.tokens} --vocab {input.vocab}"
+        " --counts {input.counts} --frequency {input.frequency} {params.context} --pretrained {input.pretrained}"
+        " --name {wildcards.fl_model} --model {params.model:q} --settings {params.settings:q}"
+        " --seed {wildcards.seed} --threads {threads} {params.device} --output {output.model} 2> {log}"
+
+
+rule future_lm_evaluate:
+    conda:
+        CONDA_ENV
+    input:
+        unpack(fl_model_inputs),
+        corpus=rules.future_lm_corpus.output.corpus,
+        model=rules.future_lm_train.output.model,
+    output:
+        scores=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/scores.parquet",
+        generations=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/generations.jsonl",
+        metrics=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/metrics.json",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: fl_settings(w.fl_dataset, "tokenizer", "stopwords", "shortcut", "evaluation", "generation"),
+        context=lambda w, input: f"--context {input.context}" if "context" in input.keys() else "",
+        out_dir=lambda w: fl_run_dir(w.fl_dataset, w.fl_model, w.seed),
+        device=fl_device(),
+        code=code("future-lm-evaluate"),
+    threads: FL_THREADS
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/evaluate_{{fl_model}}_seed{{seed}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/evaluate_{{fl_model}}_seed{{seed}}.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer future-lm-evaluate --tokens {input.tokens} --corpus {input.corpus}"
+        " --vocab {input.vocab} --counts {input.counts} --frequency {input.frequency} {params.context}"
+        " --model {input.model} --name {wildcards.fl_model} --settings {params.settings:q} --seed {wildcards.seed}"
+        " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
+
+
+rule future_lm_unigram:
+    conda:
+        CONDA_ENV
+    input:
+        tokens=rules.future_lm_tokenize.output.tokens,
+        vocab=rules.future_lm_tokenize.output.vocab,
+        counts=rules.future_lm_corpus.output.counts,
+        frequency=rules.future_lm_frequency.output,
+        model=lambda w: f"{fl_run_dir(w.fl_dataset, FL_BASELINE, w.seed)}/model.pt",
+    output:
+        f"{FL_RESULTS}/{{fl_dataset}}/unigram/seed{{seed}}.json",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: fl_settings(w.fl_dataset, "unigram", "evaluation", "shortcut"),
+        device=fl_device(),
+        code=code("future-lm-unigram"),
+    threads: FL_THREADS
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/unigram_seed{{seed}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/unigram_seed{{seed}}.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer future-lm-unigram --tokens {input.tokens} --vocab {input.vocab}"
+        " --counts {input.counts} --frequency {input.frequency} --model {input.model}"
+        " --settings {params.settings:q} --threads {threads} {params.device} --output {output} 2> {log}"
+
+
+rule future_lm_tables:
+    conda:
+        CONDA_ENV
+    input:
+        counts=rules.future_lm_corpus.output.counts,
+        corpus=rules.future_lm_corpus.output.corpus,
+        metrics=lambda w: fl_all_metrics(w.fl_dataset),
+        unigram=lambda w: fl_unigram_outputs(w.fl_dataset),
+    output:
+        [f"{TABLES}/{{fl_dataset}}/future_lm_{t}.{ext}" for t in ("table1", "years", "table3", "beyond")
+         for ext in ("md", "csv", "tex")],
+        # the HTML renderings and the figures go into `snakemake --report`
+        *(report(f"{TABLES}/{{fl_dataset}}/future_lm_{t}.html", category="Future language modeling",
+                 labels={"table": f"future LM {t}"}) for t in ("table1", "years", "table3", "beyond")),
+        *(report(f"{FIGURES}/{{fl_dataset}}/future_lm_{f}.png", category="Future language modeling",
+                 labels={"figure": f"future LM {f}"}) for f in ("figure3", "figure1b", "ppl_by_year")),
+    params:
+        settings=lambda w: json.dumps({"dataset": w.fl_dataset, "baseline": FL_BASELINE, "model_order": fl_models(w.fl_dataset),
+                                       "figure1b_words": fl_section(w.fl_dataset, "figure1b_words"),
+                                       "bootstrap": fl_section(w.fl_dataset, "bootstrap")}, sort_keys=True),
+        unigram=lambda w, input: " ".join(input.unigram),
+        out_dir=lambda w: f"{TABLES}/{w.fl_dataset}",
+        figures_dir=lambda w: f"{FIGURES}/{w.fl_dataset}",
+        code=code("future-lm-tables"),
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/tables.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/tables.tsv"
+    shell:
+        "exec tempoformer future-lm-tables --counts {input.counts} --corpus {input.corpus} --metrics {input.metrics}"
+        " --unigram {params.unigram} --settings {params.settings:q} --out-dir {params.out_dir}"
+        " --figures-dir {params.figures_dir} 2> {log}"
+
+
+rule future_lm_human_sheet:
+    conda:
+        CONDA_ENV
+    input:
+        generations=lambda w: fl_all_generations(w.fl_dataset),
+    output:
+        sheet=f"{TABLES}/{{fl_dataset}}/future_lm_human_eval_sheet.csv",
+        key=f"{TABLES}/{{fl_dataset}}/future_lm_human_eval_KEY.csv",
+    params:
+        per_model=lambda w: (fl_section(w.fl_dataset, "human_eval") or {}).get("per_model", 10),
+        seed=lambda w: (fl_section(w.fl_dataset, "human_eval") or {}).get("seed", 0),
+        code=code("future-lm-human-sheet"),
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/human_sheet.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/human_sheet.tsv"
+    shell:
+        "exec tempoformer future-lm-human-sheet --generations {input.generations} --sheet {output.sheet}"
+        " --key {output.key} --per-model {params.per_model} --seed {params.seed} 2> {log}"
+
+
+rule future_lm_all:
+    input:
+        [fl_tables(name) + fl_figures(name) + [f"{TABLES}/{name}/future_lm_human_eval_sheet.csv"]
+         for name in FL_DATASETS],

@@ -1,0 +1,117 @@
+# Settings and input functions of the future language modeling stage (rules: future_lm.smk).
+from tempoformer.future_lm.biases import MODEL_TYPES as FL_MODEL_TYPES, NEEDS_CONTEXT as FL_NEEDS_CONTEXT
+
+FL = config.get("future_lm", {})
+FL_RESULTS = f"{RESULTS}/future_lm"
+FL_DATASETS = FL.get("datasets", {})
+FL_MODELS = FL.get("models", {})
+FL_SEEDS = FL.get("seeds", [0])
+FL_THREADS = FL.get("threads", config.get("threads", 1))
+FL_BASELINE = FL.get("baseline", "baseline")
+# Keys of a dataset entry that are the reader's spec (data.load_corpus); the rest are overrides.
+FL_SPEC_KEYS = ("sources", "years", "filter", "cap")
+
+for _name, _m in FL_MODELS.items():
+    if _m.get("type") not in FL_MODEL_TYPES:
+        raise ValueError(f"future_lm.models.{_name}: type {_m.get('type')!r} is not one of {FL_MODEL_TYPES}")
+for _name, _d in FL_DATASETS.items():
+    for _m in _d.get("models", FL_MODELS):
+        if _m not in FL_MODELS:
+            raise ValueError(f"future_lm.datasets.{_name}.models names {_m!r}, which has no entry under future_lm.models")
+
+
+wildcard_constraints:
+    fl_dataset="|".join(FL_DATASETS) or "(?!)",
+    fl_model="|".join(FL_MODELS) or "(?!)",
+
+
+def fl_dir(name):
+    return f"{FL_RESULTS}/{name}"
+
+
+def fl_path(path):
+    """A source path: relative to the working directory, or else to the workflow (the embedded sample)."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    inside = os.path.join(workflow.basedir, path)
+    return inside if os.path.exists(inside) else path
+
+
+def fl_spec(name):
+    spec = {k: v for k, v in FL_DATASETS[name].items() if k in FL_SPEC_KEYS}
+    spec["sources"] = [{**s, "path": fl_path(s["path"])} for s in spec.get("sources", [])]
+    return spec
+
+
+def fl_source_paths(name):
+    return [s["path"] for s in fl_spec(name)["sources"]]
+
+
+def fl_models(name):
+    return list(FL_DATASETS[name].get("models", FL_MODELS))
+
+
+def fl_section(name, key):
+    """A settings section: global, then the dataset's overrides."""
+    value = FL.get(key)
+    override = FL_DATASETS[name].get(key)
+    if isinstance(value, dict) or isinstance(override, dict):
+        return {**(value or {}), **(override or {})}
+    return override if override is not None else value
+
+
+def fl_settings(name, *keys):
+    return json.dumps({key: fl_section(name, key) for key in keys}, sort_keys=True)
+
+
+def fl_max_window(name):
+    return max([int(FL_MODELS[m].get("window", 2)) for m in fl_models(name) if FL_MODELS[m]["type"] in FL_NEEDS_CONTEXT]
+               or [2])
+
+
+def fl_needs_context(name):
+    return any(FL_MODELS[m]["type"] in FL_NEEDS_CONTEXT for m in fl_models(name))
+
+
+def fl_device():
+    return f"--device {FL['device']}" if FL.get("device") else ""
+
+
+def fl_run_dir(name, model, seed):
+    return f"{fl_dir(name)}/runs/{model}/seed{seed}"
+
+
+def fl_all_metrics(name):
+    return [f"{fl_run_dir(name, m, s)}/metrics.json" for m in fl_models(name) for s in FL_SEEDS]
+
+
+def fl_all_generations(name):
+    return [f"{fl_run_dir(name, m, s)}/generations.jsonl" for m in fl_models(name) for s in FL_SEEDS]
+
+
+def fl_unigram_outputs(name):
+    if FL_BASELINE not in fl_models(name) or not FL.get("unigram", {}).get("run", True):
+        return []
+    return [f"{fl_dir(name)}/unigram/seed{s}.json" for s in FL_SEEDS]
+
+
+def fl_model_inputs(w):
+    d = fl_dir(w.fl_dataset)
+    inputs = {"tokens": f"{d}/tokens.parquet", "vocab": f"{d}/vocab.json", "counts": f"{d}/corpus_counts.json",
+              "frequency": f"{d}/frequency.npz"}
+    if FL_MODELS[w.fl_model]["type"] in FL_NEEDS_CONTEXT:
+        inputs["context"] = f"{d}/context.npz"
+    return inputs
+
+
+def fl_model_entry(w):
+    return json.dumps({k: v for k, v in FL_MODELS[w.fl_model].items()}, sort_keys=True)
+
+
+def fl_tables(name):
+    return [f"{TABLES}/{name}/future_lm_{t}.{ext}" for t in ("table1", "years", "table3", "beyond")
+            for ext in ("md", "csv", "tex", "html")]
+
+
+def fl_figures(name):
+    return [f"{FIGURES}/{name}/future_lm_{f}.png" for f in ("figure3", "figure1b", "ppl_by_year")]
