@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from .settings import settings_from_dict
+from ..settings import settings_from_dict
 
 log = logging.getLogger(__name__)
 

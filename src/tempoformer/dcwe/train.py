@@ -33,7 +33,7 @@ import polars as pl
 import torch
 from torch.nn import functional as F
 
-from .settings import settings_from_dict
+from ..settings import settings_from_dict
 
 from ..semantic_change.pretrain import mask_batch
 from .model import DcweModel
