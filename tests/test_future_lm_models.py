@@ -11,7 +11,7 @@ from tempoformer.future_lm.evaluate import Doc, content_meteor, corpus_metrics, 
 from tempoformer.future_lm.frequency import smoothed_log_frequency
 from tempoformer.future_lm.generate import DecodeSettings, beam_sample, top_k_top_p
 from tempoformer.future_lm.lm import CausalLM, LMConfig
-from tempoformer.future_lm.meteor import meteor, simple_stem
+from tempoformer.future_lm.meteor import meteor, stem
 from tempoformer.future_lm.unigram import predicted_log_f
 
 torch.set_num_threads(1)
@@ -183,11 +183,51 @@ def test_meteor_by_hand():
     assert meteor(hyp, ref) == pytest.approx(fmean * (1 - 0.5 * (2 / 3) ** 3))
     assert meteor(hyp, hyp) == pytest.approx(1 - 0.5 * (1 / 4) ** 3)
     assert meteor([], ref) == 0.0 and meteor(["unrelated"], ref) == 0.0
-    assert simple_stem("models") == "model" and simple_stem("translations") == "translate"
+    assert stem("models") == "model" and stem("translations") == "translat"  # Porter's stems
     cm = content_meteor(["Neural models improve translation."], ["Neural model translation quality gains.",
                                                                   "Something else entirely here."], frozenset())
     assert cm["per_generation"][0] == pytest.approx(meteor(["neural", "models", "improve", "translation"],
                                                            ["neural", "model", "translation", "quality", "gains"]))
+
+
+class NoSynonyms:
+    """A WordNet that knows no synonyms (WordNet data is not reachable offline)."""
+
+    def synsets(self, word):
+        return []
+
+
+def test_porter_stem_matching_agrees_with_nltks_meteor_score_by_hand():
+    from nltk.translate.meteor_score import meteor_score
+
+    hyp = ["Neural", "generalization", "improves", "parsing"]
+    ref = ["neural", "generalize", "adaptation", "improvement", "parsers"]
+    # exact (lower-cased): neural-neural (0, 0); Porter stems: generalization/generalize -> "gener"
+    # (1, 1), improves/improvement -> "improv" (2, 3); parsing -> "pars" but parsers -> "parser": no match.
+    # m = 3 in 2 chunks ((0,0)(1,1) | (2,3)); P = 3/4, R = 3/5
+    p, r = 3 / 4, 3 / 5
+    fmean = p * r / (0.9 * p + 0.1 * r)                     # = 30/49
+    expected = fmean * (1 - 0.5 * (2 / 3) ** 3)             # = 30/49 * 23/27 = 690/1323
+    assert expected == pytest.approx(690 / 1323)
+    assert meteor(hyp, ref) == pytest.approx(expected, rel=1e-12)
+    assert meteor_score([ref], hyp, wordnet=NoSynonyms()) == pytest.approx(expected, rel=1e-12)
+    # the max-over-references rule is NLTK's too
+    other = ["parsing", "neural"]
+    assert meteor_score([ref, other], hyp, wordnet=NoSynonyms()) == pytest.approx(
+        max(meteor(hyp, ref), meteor(hyp, other)), rel=1e-12)
+
+
+def test_meteor_equals_nltks_on_random_pairs():
+    from nltk.translate.meteor_score import single_meteor_score
+
+    forms = ("model models modeling modelled parse parsing parsers parser learn learning learned Learning "
+             "translation translations translate neural networks network generalize generalization").split()
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        hyp = list(rng.choice(forms, size=rng.integers(1, 12)))
+        ref = list(rng.choice(forms, size=rng.integers(1, 12)))
+        assert meteor(hyp, ref) == pytest.approx(single_meteor_score(ref, hyp, wordnet=NoSynonyms()), rel=1e-12), \
+            (hyp, ref)
 
 
 def test_linear_trend_and_oracle_predictors():

@@ -111,8 +111,8 @@ def table1(counts: dict, paper: pl.DataFrame, dataset: str) -> tuple[Table, pl.D
         f"Dataset {dataset}. Ours: the abstracts of each split's years after the authors' string filter "
         "(shared task / SemEval / 10 words or fewer; data.py), before the per-split cap of the run.",
         "Sentences: a regular-expression splitter; tokens: a regular-expression approximation of NLTK's "
-        "word_tokenize (NLTK's punkt data is not available offline), so per-abstract figures are close to, "
-        "not the same measure as, the paper's.",
+        "word_tokenize (it and sent_tokenize need NLTK's punkt_tab data, not available offline), so per-abstract "
+        "figures are close to, not the same measure as, the paper's.",
         "The paper's train years 2003-2019 include PDF-extracted abstracts where the Anthology has none "
         "(before 2016 a minority of papers have abstracts in the XML): a train count far below 37,816 is expected "
         "from the Anthology XML alone (shared/data/acl_abstracts/SOURCE.md).",
@@ -233,8 +233,8 @@ def table3(runs: list[dict], paper: pl.DataFrame, baseline: str, order, bootstra
         "(more than 4 characters, not in the authors' stopword list) decided per word; CPL per piece: the authors' "
         "per-piece reading.",
         "CM: content METEOR, max over the test abstracts, mean over the generated abstracts; METEOR with exact and "
-        "stem matches only (a simple suffix stemmer): no WordNet synonyms offline, so CM is comparable across our "
-        "models, not with the paper's.",
+        "stem matches only (NLTK's Porter stemmer; NLTK's meteor_score with a WordNet that has no synonyms): no "
+        "WordNet data offline, so CM is comparable across our models, not with the paper's.",
         "Sign test: exact two-sided binomial test over test abstracts of per-abstract log-perplexity (seed means), ties "
         "left out; bootstrap p: share of resamples of the test abstracts in which the model's perplexity is not lower "
         "than the Baseline's.",
