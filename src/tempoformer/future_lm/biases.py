@@ -64,10 +64,8 @@ from torch import nn
 from ..settings import settings_from_dict
 from .data import history_years
 from .frequency import scale_minmax, smoothed_log_frequency
+from .model_types import MODEL_TYPES, NEEDS_CONTEXT, TEMPORAL  # noqa: F401 (re-exported)
 
-MODEL_TYPES = ("baseline", "baseline_n", "frequency_nolstm", "frequency", "context", "context2")
-TEMPORAL = ("frequency_nolstm", "frequency", "context", "context2")
-NEEDS_CONTEXT = ("context", "context2")
 
 
 @dataclass
