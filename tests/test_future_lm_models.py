@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from tempoformer.future_lm.biases import BiasSpec, TemporalLM, YearFeatures
-from tempoformer.future_lm.evaluate import Doc, content_meteor, corpus_metrics, doc_scores, token_nll, windows
+from tempoformer.future_lm.biases import BiasSpec, TemporalLM, YearFeatures, evaluation_scaling
+from tempoformer.future_lm.evaluate import (Doc, chunked_nll, chunked_summary, content_meteor, corpus_metrics,
+                                            doc_scores, joined_stream, stream_nll, token_nll, windows)
 from tempoformer.future_lm.frequency import smoothed_log_frequency
 from tempoformer.future_lm.generate import DecodeSettings, beam_sample, top_k_top_p
 from tempoformer.future_lm.lm import CausalLM, LMConfig
-from tempoformer.future_lm.meteor import meteor, simple_stem
+from tempoformer.future_lm.meteor import meteor, stem
 from tempoformer.future_lm.unigram import predicted_log_f
 
 torch.set_num_threads(1)
@@ -20,14 +21,14 @@ YEARS = [2016, 2017, 2018, 2019, 2020]
 BOS, EOS = 2, 3
 
 
-def features(window=2, shortcut=False):
+def features(window=2, shortcut=False, scaling="none"):
     rng = np.random.default_rng(0)
     counts = rng.integers(0, 20, size=(len(YEARS), V))
     freq = {"years": np.asarray(YEARS), "log_f": smoothed_log_frequency(counts).astype(np.float32),
-            "no_bias": np.asarray([0, 1, 2])}
+            "no_bias": np.asarray([0, 1, 2]), "counts": counts, "smoothing": np.asarray(1.0)}
     ctx = {"years": np.asarray(YEARS), "vectors": rng.normal(size=(len(YEARS), V, D_CTX)).astype(np.float16),
            "counts": counts}
-    return YearFeatures(freq, ctx, last_train_year=2018, window=window, shortcut=shortcut)
+    return YearFeatures(freq, ctx, last_train_year=2018, window=window, shortcut=shortcut, scaling=scaling)
 
 
 def lm(seed=0, context=16):
@@ -35,13 +36,14 @@ def lm(seed=0, context=16):
     return CausalLM(LMConfig(vocab_size=V, d_model=16, n_layers=2, n_heads=2, d_ff=32, context=context, dropout=0.0))
 
 
-SPECS = [dict(type="frequency_nolstm"), dict(type="frequency"), dict(type="context"),
+SPECS = [dict(type="frequency_nolstm"), dict(type="frequency_nolstm", nolstm_bias="pooled"), dict(type="frequency"),
+         dict(type="context"),
          dict(type="context", context_bias="embedding"), dict(type="context2"),
          dict(type="context2", gate="summed_vocab"), dict(type="context2", gate="summed_vocab", length_factor=True)]
 
 
-def temporal(spec: dict, alpha: float, base=None):
-    model = TemporalLM(base or lm(), BiasSpec(**spec, alpha=alpha), features())
+def temporal(spec: dict, alpha: float, base=None, feats=None):
+    model = TemporalLM(base or lm(), BiasSpec(**spec, alpha=alpha), feats or features())
     torch.manual_seed(1)
     for name, p in model.named_parameters():  # make every new weight matter
         if not name.startswith("lm."):
@@ -62,7 +64,7 @@ def test_alpha_zero_gives_the_base_models_logits(spec):
     assert not torch.allclose(moved, expected)  # the bias is not zero: alpha is what switched it off
 
 
-@pytest.mark.parametrize("spec", SPECS[:6], ids=lambda s: "-".join(str(v) for v in s.values()))
+@pytest.mark.parametrize("spec", SPECS[:7], ids=lambda s: "-".join(str(v) for v in s.values()))
 def test_no_bias_on_unk_pad_bos(spec):
     base = lm()
     ids = torch.randint(4, V, (2, 5))
@@ -97,6 +99,92 @@ def test_the_authors_length_factor_does_depend_on_the_padded_length():
         alone, _ = model.logits(doc, 2019)
         padded, _ = model.logits(torch.cat([doc, torch.zeros(1, 4, dtype=torch.long)], dim=1), 2019)
     assert not torch.allclose(padded[0, :6], alone[0], atol=1e-3)
+
+
+def test_the_authors_pooled_frequency_nolstm_bias_by_hand():
+    counts = np.array([[5, 0, 0, 0], [1, 2, 0, 1], [3, 0, 0, 2]])  # 2017, 2018, 2019
+    freq = {"years": np.array([2017, 2018, 2019]), "log_f": smoothed_log_frequency(counts), "counts": counts,
+            "smoothing": np.asarray(1.0)}
+    # 2018 + 2019 pooled: [4, 2, 0, 3], N = 9; add-one over V = 4: (c + 1) / 13
+    f = YearFeatures(freq, None, last_train_year=2019)
+    np.testing.assert_allclose(f.pooled_log_f(2).numpy(), np.log(np.array([5, 3, 1, 4]) / 13), rtol=1e-6)
+    # the authors' min-max scaling into [-b, b]: 2b (log(c + 1) - log 1) / log 5 - b
+    b = 1 / math.sqrt(768)
+    scaled = YearFeatures(freq, None, last_train_year=2019, scaling="minmax").pooled_log_f(2).numpy()
+    np.testing.assert_allclose(scaled, 2 * b * np.log([5, 3, 1, 4]) / math.log(5) - b, rtol=1e-5)
+    # in the model: one bias for every year (2019's own counts pooled even for a 2017 document)
+    base = lm()
+    model = temporal(dict(type="frequency_nolstm", nolstm_bias="pooled", pooled_years=3), 1.0, base)
+    ids = torch.randint(4, V, (2, 5))
+    f = features()
+    pooled = smoothed_log_frequency(f.counts[:3].sum(axis=0, keepdims=True))[0]  # 2016-2018, last_train_year 2018
+    expected_bias = torch.tensor(pooled - pooled.mean(), dtype=torch.float32) * f.bias_mask
+    with torch.no_grad():
+        for year in (2017, 2019, 2020):
+            got, _ = model.logits(ids, year)
+            torch.testing.assert_close(got - base(ids), expected_bias.expand_as(got), rtol=1e-4, atol=1e-4)
+        previous, _ = temporal(dict(type="frequency_nolstm"), 1.0, base).logits(ids, 2020)
+    assert not torch.allclose(previous, got, atol=1e-3)  # ours reads 2019's log f for 2020
+    with pytest.raises(ValueError, match="pooled_years"):
+        BiasSpec(type="frequency_nolstm", nolstm_bias="pooled", pooled_years=0)
+    with pytest.raises(ValueError, match="counts"):
+        YearFeatures({"years": freq["years"], "log_f": freq["log_f"]}, None, 2019).pooled_log_f(2)
+
+
+def test_the_authors_unscaled_frequency_input_at_evaluation():
+    spec = BiasSpec(type="frequency", scaling="minmax")
+    assert evaluation_scaling(spec, "as_trained") == "minmax"
+    assert evaluation_scaling(spec, "unscaled") == "none"
+    assert evaluation_scaling(BiasSpec(type="frequency_nolstm", scaling="minmax"), "unscaled") == "minmax"
+    with pytest.raises(ValueError, match="frequency_input"):
+        evaluation_scaling(spec, "scaled")
+    # the same trained weights fed the other input give other logits (the authors' mismatch)
+    base = lm()
+    trained = temporal(dict(type="frequency", scaling="minmax"), 1.0, base, features(scaling="minmax"))
+    mismatched = TemporalLM(base, trained.spec, features(scaling=evaluation_scaling(trained.spec, "unscaled")))
+    mismatched.load_state_dict(trained.state_dict())
+    ids = torch.randint(4, V, (2, 5))
+    with torch.no_grad():
+        assert not torch.allclose(trained.logits(ids, 2020)[0], mismatched.eval().logits(ids, 2020)[0], atol=1e-3)
+
+
+def test_chunked_summary_by_hand():
+    nll = np.array([np.nan, 1.0, 2.0, 3.0, np.nan, 4.0, 5.0])   # chunks [0, 4) and [4, 7)
+    owner = np.array([0, 0, -1, 1, 1, 1, 1])                      # chunk 1 holds abstracts 0 and 1
+    content = np.array([False, True, False, False, False, False, True])
+    s = chunked_summary(nll, owner, content, context=4)
+    assert s["ppl"] == pytest.approx(math.exp(15 / 5))
+    assert s["ppl_authors"] == pytest.approx(math.exp((6 / 3 * 4 + 9 / 2 * 3) / 7))  # mean x n, not n - 1
+    assert s["cpl_piece"] == pytest.approx(math.exp((1 + 5) / 2))
+    assert (s["n_chunks"], s["n_predictions"], s["chunks_crossing_abstracts"]) == (2, 5, 1)
+
+
+def test_ours_never_crosses_an_abstract_the_authors_chunks_do():
+    base = TemporalLM(lm(context=8), BiasSpec("baseline")).eval()
+
+    def doc(name, n, seed):
+        ids = np.random.default_rng(seed).integers(4, V, n).tolist()
+        return Doc(name, 2021, ids, np.zeros(n, bool), np.zeros(n, bool), n, 0)
+
+    a, a_other, b = doc("a", 5, 1), doc("a", 5, 2), doc("b", 9, 3)
+    # ours: every NLL of b is the same whatever abstract comes before it (b scored alone, sliding windows)
+    np.testing.assert_array_equal(token_nll(base, [a, b], BOS, EOS, stride=4)[1],
+                                  token_nll(base, [a_other, b], BOS, EOS, stride=4)[1])
+    for separator in ([EOS], []):
+        stream, owner, _ = joined_stream([a, b], separator)
+        other, _, _ = joined_stream([a_other, b], separator)
+        first, second = stream_nll(base, stream, 2021), stream_nll(base, other, 2021)
+        in_b = np.flatnonzero(owner == 1)
+        shared = in_b[(in_b < 8) & (in_b > 0)]            # b's tokens in the first chunk of 8, after a's
+        alone = in_b[in_b > 8]                              # b's tokens in a chunk of their own
+        assert len(shared) and not np.allclose(first[shared], second[shared])  # theirs: b depends on a
+        np.testing.assert_array_equal(first[alone], second[alone])
+        assert np.isnan(first[8]) and np.isnan(first[0])   # a chunk's first token is not predicted
+        summary = chunked_nll(base, [a, b], separator)
+        assert summary["chunks_crossing_abstracts"] == 1 and summary["n_chunks"] == 2
+        assert summary["n_predictions"] == len(stream) - 2
+    with pytest.raises(ValueError, match="per year"):
+        chunked_nll(base, [a, Doc("c", 2022, [5, 6], np.zeros(2, bool), np.zeros(2, bool), 2, 0)], [EOS])
 
 
 def test_generation_is_deterministic_for_a_seed():
@@ -183,11 +271,51 @@ def test_meteor_by_hand():
     assert meteor(hyp, ref) == pytest.approx(fmean * (1 - 0.5 * (2 / 3) ** 3))
     assert meteor(hyp, hyp) == pytest.approx(1 - 0.5 * (1 / 4) ** 3)
     assert meteor([], ref) == 0.0 and meteor(["unrelated"], ref) == 0.0
-    assert simple_stem("models") == "model" and simple_stem("translations") == "translate"
+    assert stem("models") == "model" and stem("translations") == "translat"  # Porter's stems
     cm = content_meteor(["Neural models improve translation."], ["Neural model translation quality gains.",
                                                                   "Something else entirely here."], frozenset())
     assert cm["per_generation"][0] == pytest.approx(meteor(["neural", "models", "improve", "translation"],
                                                            ["neural", "model", "translation", "quality", "gains"]))
+
+
+class NoSynonyms:
+    """A WordNet that knows no synonyms (WordNet data is not reachable offline)."""
+
+    def synsets(self, word):
+        return []
+
+
+def test_porter_stem_matching_agrees_with_nltks_meteor_score_by_hand():
+    from nltk.translate.meteor_score import meteor_score
+
+    hyp = ["Neural", "generalization", "improves", "parsing"]
+    ref = ["neural", "generalize", "adaptation", "improvement", "parsers"]
+    # exact (lower-cased): neural-neural (0, 0); Porter stems: generalization/generalize -> "gener"
+    # (1, 1), improves/improvement -> "improv" (2, 3); parsing -> "pars" but parsers -> "parser": no match.
+    # m = 3 in 2 chunks ((0,0)(1,1) | (2,3)); P = 3/4, R = 3/5
+    p, r = 3 / 4, 3 / 5
+    fmean = p * r / (0.9 * p + 0.1 * r)                     # = 30/49
+    expected = fmean * (1 - 0.5 * (2 / 3) ** 3)             # = 30/49 * 23/27 = 690/1323
+    assert expected == pytest.approx(690 / 1323)
+    assert meteor(hyp, ref) == pytest.approx(expected, rel=1e-12)
+    assert meteor_score([ref], hyp, wordnet=NoSynonyms()) == pytest.approx(expected, rel=1e-12)
+    # the max-over-references rule is NLTK's too
+    other = ["parsing", "neural"]
+    assert meteor_score([ref, other], hyp, wordnet=NoSynonyms()) == pytest.approx(
+        max(meteor(hyp, ref), meteor(hyp, other)), rel=1e-12)
+
+
+def test_meteor_equals_nltks_on_random_pairs():
+    from nltk.translate.meteor_score import single_meteor_score
+
+    forms = ("model models modeling modelled parse parsing parsers parser learn learning learned Learning "
+             "translation translations translate neural networks network generalize generalization").split()
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        hyp = list(rng.choice(forms, size=rng.integers(1, 12)))
+        ref = list(rng.choice(forms, size=rng.integers(1, 12)))
+        assert meteor(hyp, ref) == pytest.approx(single_meteor_score(ref, hyp, wordnet=NoSynonyms()), rel=1e-12), \
+            (hyp, ref)
 
 
 def test_linear_trend_and_oracle_predictors():

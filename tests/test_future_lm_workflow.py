@@ -32,11 +32,21 @@ def test_default_config_plans_every_future_lm_rule(tmp_path):
         "future_lm_tables": 1, "future_lm_human_sheet": 1, "future_lm_all": 1}
 
 
-def test_unknown_model_type_is_refused_by_the_schema(tmp_path):
+@pytest.mark.parametrize("where, key, value", [
+    ("models", "context3", {"type": "context3"}),
+    ("models", "nolstm", {"type": "frequency_nolstm", "nolstm_bias": "last_year"}),
+    ("evaluation", "frequency_input", "scaled"),
+    ("evaluation", "chunk_separator", "newline"),
+])
+def test_bad_settings_are_refused_by_the_schema(where, key, value):
+    # the Snakefile's first step, validate(config, schema), in this process: no snakemake start-up
+    from snakemake.utils import validate
+
     config = {"results": "results", "future_lm": default_future_lm()}
-    config["future_lm"]["models"]["context3"] = {"type": "context3"}
-    result = snakemake(tmp_path, write_config(tmp_path, config), "-n")
-    assert result.returncode != 0 and "context3" in result.stdout + result.stderr
+    config["future_lm"][where][key] = value
+    bad = value["nolstm_bias"] if key == "nolstm" else value["type"] if where == "models" else value
+    with pytest.raises(Exception, match=bad):
+        validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
 
 
 def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
@@ -46,7 +56,7 @@ def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
         "pretrain": {"epochs": 1, "batch_size": 8, "lr": 1.0e-3},
         "finetune": {"epochs": 1, "batch_size": 8, "lr": 1.0e-3},
         "context": {"encoder": "minilm", "cap_per_year": 3, "max_length": 64, "batch_size": 8, "layer": -1, "seed": 0},
-        "evaluation": {"batch_size": 8, "stride": None, "n_generate": 1, "cm_references": 5},
+        "evaluation": {"batch_size": 8, "stride": None, "n_generate": 1, "cm_references": 5, "chunked": True},
         "generation": {"beams": 2, "top_k": 50, "top_p": 0.92, "max_tokens": 8},
         # The fewest jobs that still run every step a model goes through (each job pays ~2-3 s of
         # torch import): one model, no unigram baselines, no V_iw. The models' code is tested
@@ -63,6 +73,7 @@ def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
     tables = tmp_path / "results" / "tables" / "acl_sample"
     table3 = (tables / "future_lm_table3.md").read_text()
     assert "| Baseline | baseline | 1 |" in table3 and "not in our copy" in table3
+    assert "PPL/token, authors' chunks" in table3  # evaluation.chunked went through the evaluate job
     assert (tables / "future_lm_human_eval_sheet.csv").read_text().startswith("item,year,text,topic_clear_correct")
     counts = json.loads((tmp_path / "results" / "future_lm" / "acl_sample" / "corpus_counts.json").read_text())
     assert counts["used_per_split"]["test"] == 6

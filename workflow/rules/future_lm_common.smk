@@ -1,5 +1,5 @@
 # Settings and input functions of the future language modeling stage (rules: future_lm.smk).
-from tempoformer.future_lm.biases import MODEL_TYPES as FL_MODEL_TYPES, NEEDS_CONTEXT as FL_NEEDS_CONTEXT
+from tempoformer.future_lm.model_types import MODEL_TYPES as FL_MODEL_TYPES, NEEDS_CONTEXT as FL_NEEDS_CONTEXT
 
 FL = config.get("future_lm", {})
 FL_RESULTS = f"{RESULTS}/future_lm"

@@ -14,7 +14,12 @@ Readings of the equations (the printed dimensions do not agree; these are the on
 - Baseline / Baseline-n: B = 0 (Baseline-n: trained on the n most recent training years).
 - Frequency-NoLSTM: B_iw = log f_{i-1,w} - mean_w log f_{i-1,w} (the previous year's smoothed log
   frequency, centred; softmax ignores the shift). The authors instead use one frozen bias from
-  2017-2019 pooled counts for every document (future_language_model_trainer.py:400-410).
+  2017-2019 pooled counts for every document (future_language_model_trainer.py:400-410:
+  `unigram_frequency-2019-cut-2019-start-2017`, add-one smoothed log probabilities, min-max
+  scaled into ±1/sqrt(768) by LinearWithCustomBias, model.py:60-73): `nolstm_bias: pooled` with
+  `pooled_years: 3` (the counts of the last 3 training years summed, then smoothed as every
+  year's; with `scaling: minmax` their scaling too). The same bias for every year: a training
+  document of 2005 sees 2017-2019 statistics, a look into its future that the authors' model has.
 - Frequency (Eq. 6): B_iw = Aᵀ LSTM(log f_{i-m,w}, ..., log f_{i-1,w}) + a, the LSTM (hidden 32)
   shared across words, run as a batch over the vocabulary, its last hidden state; A ∈ R^32 and
   the scalar a as the authors' Linear(32, 1) (model.py:478-480). `scaling: minmax` feeds the
@@ -58,11 +63,9 @@ from torch import nn
 
 from ..settings import settings_from_dict
 from .data import history_years
-from .frequency import scale_minmax
+from .frequency import scale_minmax, smoothed_log_frequency
+from .model_types import MODEL_TYPES, NEEDS_CONTEXT, TEMPORAL  # noqa: F401 (re-exported)
 
-MODEL_TYPES = ("baseline", "baseline_n", "frequency_nolstm", "frequency", "context", "context2")
-TEMPORAL = ("frequency_nolstm", "frequency", "context", "context2")
-NEEDS_CONTEXT = ("context", "context2")
 
 
 @dataclass
@@ -79,9 +82,12 @@ class BiasSpec:
     gate: str = "per_word"          # Context²: per_word (Eqs. 9-10) | summed_vocab (the authors')
     length_factor: bool = False     # Context², summed_vocab: multiply the gate by the padded length T
     n: int | None = None            # Baseline-n: training years (one grid point)
+    nolstm_bias: str = "previous_year"  # Frequency-NoLSTM: previous_year | pooled (the authors' one frozen bias)
+    pooled_years: int = 3           # nolstm_bias pooled: the last training years pooled (the authors: 2017-2019)
 
     CHOICES = {"type": MODEL_TYPES, "scaling": ("none", "minmax"), "output_layer": ("tied", "untied_new"),
-               "context_bias": ("scalar", "embedding"), "gate": ("per_word", "summed_vocab")}
+               "context_bias": ("scalar", "embedding"), "gate": ("per_word", "summed_vocab"),
+               "nolstm_bias": ("previous_year", "pooled")}
 
     def __post_init__(self):
         for key, allowed in self.CHOICES.items():
@@ -91,6 +97,8 @@ class BiasSpec:
             raise ValueError("baseline_n needs n (training years)")
         if self.length_factor and self.gate != "summed_vocab":
             raise ValueError("length_factor is the authors' summed_vocab gate's defect: set gate: summed_vocab")
+        if self.pooled_years < 1:
+            raise ValueError(f"pooled_years must be at least 1, got {self.pooled_years}")
 
     @classmethod
     def from_dict(cls, d: dict) -> "BiasSpec":
@@ -98,6 +106,22 @@ class BiasSpec:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+FREQUENCY_INPUTS = ("as_trained", "unscaled")
+
+
+def evaluation_scaling(spec: BiasSpec, frequency_input: str = "as_trained") -> str:
+    """The log-f scaling a trained model is evaluated with: the one it was trained with
+    (`as_trained`), or, with `unscaled`, the authors' mismatch (compute_perplexity.py:288-299 feed
+    the Frequency model `is_scalling=False` log probabilities although it was trained on min-max
+    scaled ones): raw log f for a Frequency model. Other models are evaluated as trained (the
+    authors' Frequency-NoLSTM bias is a stored parameter, unaffected)."""
+    if frequency_input not in FREQUENCY_INPUTS:
+        raise ValueError(f"frequency_input {frequency_input!r} is not one of {FREQUENCY_INPUTS}")
+    if frequency_input == "unscaled" and spec.type == "frequency":
+        return "none"
+    return spec.scaling
 
 
 class YearFeatures:
@@ -113,6 +137,9 @@ class YearFeatures:
         log_f = np.concatenate([log_f, absent])
         self.raw_log_f = torch.tensor(log_f, dtype=torch.float32)
         self.log_f = torch.tensor(scale_minmax(log_f, bound) if scaling == "minmax" else log_f, dtype=torch.float32)
+        self.scaling, self.bound = scaling, bound
+        self.counts = np.asarray(freq["counts"]) if "counts" in freq else None
+        self.smoothing = float(freq.get("smoothing", 1.0))
         self.vocab_size = log_f.shape[1]
         # 1 where a temporal bias may act, 0 for PAD, UNK and BOS (see the module docstring)
         self.bias_mask = torch.ones(self.vocab_size)
@@ -134,6 +161,20 @@ class YearFeatures:
     def previous_log_f(self, year: int) -> torch.Tensor:
         """[V] log f of the last history year."""
         return self.log_f[self.row.get(self.history(year)[-1], len(self.row))]
+
+    def pooled_log_f(self, n_years: int) -> torch.Tensor:
+        """[V] smoothed log f of the counts of the last `n_years` training years summed (scaled
+        as the other years are): the authors' one Frequency-NoLSTM bias."""
+        if self.counts is None:
+            raise ValueError("the pooled Frequency-NoLSTM bias needs the per-year counts (frequency.npz)")
+        years = [y for y in range(self.last_train_year - n_years + 1, self.last_train_year + 1) if y in self.row]
+        if not years:
+            raise ValueError(f"no corpus year among the last {n_years} training years up to {self.last_train_year}")
+        pooled = self.counts[[self.row[y] for y in years]].sum(axis=0, keepdims=True)
+        log_f = smoothed_log_frequency(pooled, self.smoothing)
+        if self.scaling == "minmax":
+            log_f = scale_minmax(log_f, self.bound)
+        return torch.tensor(log_f[0], dtype=torch.float32)
 
     def context_history(self, year: int) -> torch.Tensor:
         """[V, m, D + 1]: V_iw and the presence flag of the history years (absent: zeros)."""
@@ -220,7 +261,10 @@ class TemporalLM(nn.Module):
         if t in ("baseline", "baseline_n"):
             return None
         if t == "frequency_nolstm":
-            prev = f.previous_log_f(year).to(device)
+            if spec.nolstm_bias == "pooled":
+                prev = f.pooled_log_f(spec.pooled_years).to(device)
+            else:
+                prev = f.previous_log_f(year).to(device)
             return prev - prev.mean()
         if t == "frequency":
             return self.A(self.history_net(f.freq_history(year).to(device))).squeeze(-1)

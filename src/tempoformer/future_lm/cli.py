@@ -213,7 +213,8 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
 
     from .checkpoint import load_model
     from .data import read_corpus
-    from .evaluate import content_meteor, corpus_metrics, doc_scores, token_nll
+    from .biases import BiasSpec, evaluation_scaling
+    from .evaluate import chunked_nll, content_meteor, corpus_metrics, doc_scores, token_nll
     from .generate import DecodeSettings, beam_sample
     from .tokens import load_stopwords, load_tokenizer, read_vocab
 
@@ -221,10 +222,11 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
     started = time.perf_counter()
     vocab = read_vocab(vocab_path)
     shortcut = bool(settings.get("shortcut", False))
-    model, info = load_model(model_path, lambda spec: _features(freq, context, counts_path, spec.window, shortcut,
-                                                                spec.scaling))
-    model.to(device)
     ev = dict(settings.get("evaluation") or {})
+    frequency_input = ev.get("frequency_input", "as_trained")
+    model, info = load_model(model_path, lambda spec: _features(freq, context, counts_path, spec.window, shortcut,
+                                                                evaluation_scaling(spec, frequency_input)))
+    model.to(device)
     _, splits, docs = _split_docs(tokens, counts_path)
     rows, per_year = [], {}
     for split in ("dev", "test", "future"):
@@ -236,6 +238,14 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
             per_year[str(year)] = {"split": split, **corpus_metrics(year_rows)}
             log.info("%s %d (%s): ppl/token %.2f, ppl/word %.2f, cpl %.2f", name, year, split,
                      per_year[str(year)]["ppl_token"], per_year[str(year)]["ppl_word"], per_year[str(year)]["cpl"] or 0)
+    if ev.get("chunked"):  # the authors' perplexity over the joined test abstracts (evaluate.chunked_nll)
+        separator = {"eos": [vocab.eos], "none": []}[ev.get("chunk_separator", "eos")]
+        chunked = chunked_nll(model, [d for d in docs["test"] if d.year == splits.test], separator,
+                              int(ev.get("batch_size", 8)), device)
+        per_year[str(splits.test)]["chunked"] = chunked
+        log.info("%s %d, the authors' chunks: ppl/token %.2f (their n-factor %.2f), %d of %d chunks cross abstracts",
+                 name, splits.test, chunked["ppl"], chunked["ppl_authors"], chunked["chunks_crossing_abstracts"],
+                 chunked["n_chunks"])
     out = Path(out_dir)
     scores = pl.DataFrame(rows).with_columns(pl.lit(name).alias("model"), pl.lit(seed).alias("seed"))
     from ..atomic import write_with
@@ -262,7 +272,9 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
                "cm": cm["cm"], "cm_per_generation": cm["per_generation"], "cm_references": len(refs),
                "n_generated": n_gen, "generation": decode.to_dict(), "generation_seconds": gen_seconds,
                "params": info["params"], "new_params": info["new_params"], "train_seconds": info["train_seconds"],
-               "evaluate_seconds": time.perf_counter() - started, "shortcut": info["shortcut"]}
+               "evaluate_seconds": time.perf_counter() - started, "shortcut": info["shortcut"],
+               "frequency_input": frequency_input,
+               "evaluated_scaling": evaluation_scaling(BiasSpec.from_dict(info["spec"]), frequency_input)}
     _json_dump(out / "metrics.json", metrics)
     return metrics
 

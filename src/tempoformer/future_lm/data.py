@@ -53,9 +53,10 @@ FILTER_REASONS = ("shared_task", "semeval_title", "short", "non_english")
 SHARED_TASK_WORDS = ("shared task", "semeval", "sem-eval")
 AUTHORS_FILE = re.compile(r"^papers_(?P<year>[^.]*)\.txt(\.gz)?$")
 
-# Words of a text (an approximation of NLTK's word_tokenize, whose punkt data is not available
-# offline): words with inner hyphens/apostrophes/dots kept together, every other non-space
-# character a token of its own. Used for Table 1's tokens, content words and METEOR.
+# Words of a text (an approximation of NLTK's word_tokenize: NLTK is installed, but word_tokenize
+# and sent_tokenize need its punkt_tab data, a download not available offline): words with inner
+# hyphens/apostrophes/dots kept together, every other non-space character a token of its own.
+# Used for Table 1's tokens, content words and METEOR.
 WORD = re.compile(r"\w+(?:[-'’.]\w+)*|[^\w\s]")
 # Sentence ends for Table 1 (punkt is not available): ., ! or ? followed by space and a capital,
 # digit or opening bracket/quote.

@@ -16,6 +16,16 @@ Per split year, from the per-abstract sums (scores.parquet):
 - CM (content METEOR, meteor.py): each generated abstract reduced to its content words, METEOR
   against every reference abstract of the year reduced the same way, the maximum kept, the mean
   over generated abstracts.
+
+The authors' perplexity, as a named evaluation option beside ours (`evaluation.chunked: true`,
+chunked_nll): the year's abstracts joined into one stream (they join lines with "\n\n";
+WordPiece has no newline piece, so the separator is EOS, `chunk_separator: eos`, or nothing,
+`none`), cut into non-overlapping chunks of the model's context (their stride = 1,024 = GPT-2's
+context, compute_perplexity.py:360-366); in each chunk every token but the first is predicted
+from the tokens before it in the chunk, which may belong to the previous abstract. Reported:
+exp(total NLL / predictions), the authors' figure exp(sum over chunks of mean NLL x chunk length /
+total length) (a mean over n - 1 predictions multiplied by n, :385), and their content perplexity
+over content pieces (chunks without one skipped, :400), with how many chunks cross an abstract.
 """
 
 from __future__ import annotations
@@ -167,3 +177,81 @@ def content_meteor(generated: list[str], references: list[str], stopwords: froze
         hyp = content_words(text, stopwords)
         per.append(max((meteor(hyp, ref) for ref in refs), default=0.0))
     return {"cm": float(np.mean(per)) if per else None, "per_generation": per}
+
+
+def joined_stream(docs: list[Doc], separator: list[int]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The authors' stream: abstracts' pieces joined by `separator` (no BOS, no final EOS).
+    Returns (ids, owner [n] = the abstract's index or -1 for a separator, content_piece [n])."""
+    ids, owner, content = [], [], []
+    for k, d in enumerate(docs):
+        if k:
+            ids += separator
+            owner += [-1] * len(separator)
+            content += [False] * len(separator)
+        ids += d.ids
+        owner += [k] * len(d.ids)
+        content += [bool(c) for c in d.content_piece]
+    return ids, np.asarray(owner, dtype=np.int64), np.asarray(content, dtype=bool)
+
+
+def chunk_bounds(length: int, context: int) -> list[tuple[int, int]]:
+    """Non-overlapping chunks [begin, end) of at most `context` tokens (the authors' stride = context)."""
+    return [(b, min(b + context, length)) for b in range(0, length, context)]
+
+
+def stream_nll(model, stream: list[int], year: int, batch_size: int = 8, device: str = "cpu") -> np.ndarray:
+    """NLL of every token of a stream scored in non-overlapping chunks of the model's context, each
+    token predicted from the tokens before it in its chunk; NaN for a chunk's first token."""
+    out = np.full(len(stream), np.nan)
+    bounds = [(b, e) for b, e in chunk_bounds(len(stream), model.lm.context) if e - b >= 2]
+    was_training = model.training
+    model.eval()
+    with torch.inference_mode():
+        state = model.year_state(year)
+        for c in range(0, len(bounds), batch_size):
+            batch = bounds[c:c + batch_size]
+            width = max(e - b for b, e in batch) - 1
+            ids = torch.zeros(len(batch), width, dtype=torch.long)
+            targets = torch.full((len(batch), width), -100, dtype=torch.long)
+            for r, (b, e) in enumerate(batch):
+                ids[r, :e - b - 1] = torch.tensor(stream[b:e - 1])
+                targets[r, :e - b - 1] = torch.tensor(stream[b + 1:e])
+            logits, _ = model.logits(ids.to(device), year, state=state)
+            nll = F.cross_entropy(logits.float().transpose(1, 2), targets.to(device), reduction="none",
+                                  ignore_index=-100).cpu().double().numpy()
+            for r, (b, e) in enumerate(batch):
+                out[b + 1:e] = nll[r, :e - b - 1]
+    model.train(was_training)
+    return out
+
+
+def chunked_summary(nll: np.ndarray, owner: np.ndarray, content: np.ndarray, context: int) -> dict:
+    """The authors' figures from per-token NLLs of a stream (stream_nll) in chunks of `context`."""
+    chunks = []
+    for b, e in chunk_bounds(len(nll), context):
+        if e - b < 2:
+            continue  # a last chunk of one token predicts nothing (the authors' loss would be NaN)
+        values, is_content = nll[b + 1:e], content[b + 1:e]
+        chunks.append({"nll": float(values.sum()), "n_pred": e - b - 1, "n_tokens": e - b,
+                       "content_nll": float(values[is_content].sum()), "n_content": int(is_content.sum()),
+                       "n_abstracts": len(set(owner[b:e].tolist()) - {-1})})
+    with_content = [c for c in chunks if c["n_content"]]
+    n_pred = sum(c["n_pred"] for c in chunks)
+    return {"ppl": _exp(sum(c["nll"] for c in chunks), n_pred),
+            "ppl_authors": _exp(sum(c["nll"] / c["n_pred"] * c["n_tokens"] for c in chunks),
+                                sum(c["n_tokens"] for c in chunks)),
+            "cpl_piece": _exp(sum(c["content_nll"] for c in with_content), sum(c["n_content"] for c in with_content)),
+            "n_chunks": len(chunks), "n_predictions": n_pred, "context": int(context),
+            "chunks_crossing_abstracts": sum(c["n_abstracts"] > 1 for c in chunks)}
+
+
+def chunked_nll(model, docs: list[Doc], separator: list[int], batch_size: int = 8, device: str = "cpu") -> dict:
+    """The authors' perplexity over the joined abstracts of one year (module docstring)."""
+    if not docs:
+        raise ValueError("no abstracts to score")
+    years = {d.year for d in docs}
+    if len(years) != 1:
+        raise ValueError(f"chunked perplexity is per year; got abstracts of years {sorted(years)}")
+    stream, owner, content = joined_stream(docs, separator)
+    nll = stream_nll(model, stream, years.pop(), batch_size, device)
+    return {**chunked_summary(nll, owner, content, model.lm.context), "separator": list(separator)}

@@ -30,7 +30,7 @@ PAPER_CSV = Path(__file__).with_name("paper_numbers.csv")
 TYPE_NAMES = {"baseline": "Baseline", "baseline_n": "Baseline-n", "frequency_nolstm": "Frequency-NoLSTM",
               "frequency": "Frequency", "context": "Context", "context2": "Context²"}
 AUTHORS_SWITCHES = {"output_layer": "tied", "context_bias": "scalar", "gate": "per_word", "length_factor": False,
-                    "scaling": "none"}
+                    "scaling": "none", "nolstm_bias": "previous_year"}
 SPLIT_LABELS = {"train": "Train", "dev": "Dev", "test": "Test", "future": "Future"}
 
 
@@ -111,8 +111,8 @@ def table1(counts: dict, paper: pl.DataFrame, dataset: str) -> tuple[Table, pl.D
         f"Dataset {dataset}. Ours: the abstracts of each split's years after the authors' string filter "
         "(shared task / SemEval / 10 words or fewer; data.py), before the per-split cap of the run.",
         "Sentences: a regular-expression splitter; tokens: a regular-expression approximation of NLTK's "
-        "word_tokenize (NLTK's punkt data is not available offline), so per-abstract figures are close to, "
-        "not the same measure as, the paper's.",
+        "word_tokenize (it and sent_tokenize need NLTK's punkt_tab data, not available offline), so per-abstract "
+        "figures are close to, not the same measure as, the paper's.",
         "The paper's train years 2003-2019 include PDF-extracted abstracts where the Anthology has none "
         "(before 2016 a minority of papers have abstracts in the XML): a train count far below 37,816 is expected "
         "from the Anthology XML alone (shared/data/acl_abstracts/SOURCE.md).",
@@ -161,6 +161,8 @@ def model_label(run: dict) -> str:
     if any(spec.get(k, v) != v for k, v in AUTHORS_SWITCHES.items()):
         switched = [f"{k}={spec[k]}" for k, v in AUTHORS_SWITCHES.items() if spec.get(k, v) != v]
         label += " (" + ", ".join(switched) + ")"
+    if run.get("evaluated_scaling", spec.get("scaling", "none")) != spec.get("scaling", "none"):
+        label += f" [evaluated with scaling={run['evaluated_scaling']}]"
     return label
 
 
@@ -195,7 +197,9 @@ def table3(runs: list[dict], paper: pl.DataFrame, baseline: str, order, bootstra
     p = {(r["row"], r["column"]): r["value"] for r in paper.filter(pl.col("table") == "3").iter_rows(named=True)}
     test_year = runs[0]["test_year"]
     base = per_abstract(groups[baseline], test_year) if baseline in groups else None
+    chunked = any("chunked" in r["years"][str(test_year)] for r in runs)
     header = ["Model", "Config entry", "Seeds", "Chosen on dev", "PPL/token", "PPL/word", "CPL", "CPL per piece",
+              *(["PPL/token, authors' chunks"] if chunked else []),
               "CM", "Sign test vs Baseline", "Bootstrap p", "PPL (paper)", "CPL (paper)", "CM (paper)"]
     rows, csv = [], []
     for name, group in groups.items():
@@ -215,9 +219,14 @@ def table3(runs: list[dict], paper: pl.DataFrame, baseline: str, order, bootstra
         cells = {"ppl_token": [y["ppl_token"] for y in years], "ppl_word": [y["ppl_word"] for y in years],
                  "cpl": [y["cpl"] for y in years], "cpl_piece": [y["cpl_piece"] for y in years],
                  "cm": [r["cm"] for r in group]}
+        if chunked:
+            for key, field in (("ppl_chunked", "ppl"), ("ppl_chunked_authors", "ppl_authors"),
+                               ("cpl_piece_chunked", "cpl_piece")):
+                cells[key] = [(y.get("chunked") or {}).get(field) for y in years]
         rows.append([model_label(group[0]), name, str(len(group)), ", ".join(chosen),
                      _mean_sd(cells["ppl_token"]), _mean_sd(cells["ppl_word"]), _mean_sd(cells["cpl"]),
-                     _mean_sd(cells["cpl_piece"]), _mean_sd(cells["cm"], 3), sign, boot,
+                     _mean_sd(cells["cpl_piece"]), *([_mean_sd(cells["ppl_chunked"])] if chunked else []),
+                     _mean_sd(cells["cm"], 3), sign, boot,
                      *(_fmt(p.get((prow, k))) if prow else "–" for k in ("ppl", "cpl", "cm"))])
         for key, values in cells.items():
             csv.append({"model": name, "label": model_label(group[0]), "metric": key, "source": "ours",
@@ -232,9 +241,14 @@ def table3(runs: list[dict], paper: pl.DataFrame, baseline: str, order, bootstra
         "the same total NLL by whitespace words + 1 (comparable across tokenizers, ours vs GPT-2). CPL: content words "
         "(more than 4 characters, not in the authors' stopword list) decided per word; CPL per piece: the authors' "
         "per-piece reading.",
+        *(["PPL/token, authors' chunks (evaluation.chunked): the test abstracts joined into one stream and scored "
+           "in non-overlapping chunks of the model's context that cross abstracts (compute_perplexity.py:360-366), "
+           "exp(total NLL / predictions); the CSV also has their reported figure (a chunk's mean NLL multiplied by "
+           "its length, :385) and their per-piece content perplexity over the chunks. Ours score each abstract "
+           "alone."] if chunked else []),
         "CM: content METEOR, max over the test abstracts, mean over the generated abstracts; METEOR with exact and "
-        "stem matches only (a simple suffix stemmer): no WordNet synonyms offline, so CM is comparable across our "
-        "models, not with the paper's.",
+        "stem matches only (NLTK's Porter stemmer; NLTK's meteor_score with a WordNet that has no synonyms): no "
+        "WordNet data offline, so CM is comparable across our models, not with the paper's.",
         "Sign test: exact two-sided binomial test over test abstracts of per-abstract log-perplexity (seed means), ties "
         "left out; bootstrap p: share of resamples of the test abstracts in which the model's perplexity is not lower "
         "than the Baseline's.",
