@@ -26,10 +26,10 @@ def tiny_backbone(folder):
 
 def tiny_config(tmp_path):
     words = "garden music summer lovely train river morning city coffee window".split()
-    rows = ["doc_id,unit,time,text"]
+    rows = ["doc_id,unit,time,text,label"]
     for i in range(36):
         text = " ".join(words[(i + k) % len(words)] for k in range(8))
-        rows.append(f"d{i},u{i % 4},{i % 3},{text}")
+        rows.append(f"d{i},u{i % 4},{i % 3},{text},{i % 2}")
     (tmp_path / "docs.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "edges.csv").write_text("source,target\nu0,u1\nu1,u2\nu2,u3\n")
     return {
@@ -40,9 +40,10 @@ def tiny_config(tmp_path):
             "node2vec": {"dim": 50, "walks_per_node": 2, "walk_length": 5, "epochs": 1},
             "warmup": {"steps": 2, "batch_size": 4, "lr": 1e-3},
             "training": {"steps": 2, "batch_size": 4, "lr": 1e-3},
+            "sentiment": {"post_pooling": "mean", "steps": 2, "batch_size": 4, "lr": 1e-3},
             "evaluation": {"batch_size": 16, "sigma_top": 3},
             "datasets": {"toy": {"format": "csv", "docs": str(tmp_path / "docs.csv"),
-                                 "edges": str(tmp_path / "edges.csv")}},
+                                 "edges": str(tmp_path / "edges.csv"), "sentiment_variants": ["cwe", "dcwe"]}},
         },
     }
 
@@ -53,10 +54,12 @@ def test_the_stage_runs_and_a_rerun_does_nothing(tmp_path):
     result = snakemake(tmp_path, configfile)
     assert result.returncode == 0, result.stderr[-4000:]
     tables = tmp_path / "results" / "tables"
-    for stem in ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_change"):
+    for stem in ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change"):
         assert (tables / f"{stem}.md").is_file() and (tables / f"{stem}.csv").is_file()
     table2 = (tables / "dcwe_table2.md").read_text()
     assert "| toy | DCWE | ours" in table2 and "| toy | CWE | ours" in table2 and "p=" in table2
+    table5 = (tables / "dcwe_table5.md").read_text()
+    assert "| toy | DCWE | ours" in table5 and "| toy | CWE | ours" in table5 and "p=" in table5
     again = snakemake(tmp_path, configfile, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
@@ -68,9 +71,9 @@ def test_default_config_plans_the_dcwe_stage(tmp_path):
     result = snakemake(tmp_path, configfile, "-n", "dcwe_all")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     jobs = {rule: n for rule, n in planned_jobs(result).items() if rule.startswith("dcwe")}
-    # chitchat_tiny: cwe, dcwe, sa, ta; chitchat_graded (time only): sa
-    assert jobs == {"dcwe_data": 2, "dcwe_node2vec": 1, "dcwe_warmup": 2, "dcwe_train": 5, "dcwe_tables": 1,
-                    "dcwe_all": 1}
+    # chitchat_tiny: cwe, dcwe, sa, ta; chitchat_graded (time only): sa; chitchat_rating_tiny: sentiment cwe, dcwe
+    assert jobs == {"dcwe_data": 3, "dcwe_node2vec": 2, "dcwe_warmup": 2, "dcwe_train": 5, "dcwe_sentiment": 2,
+                    "dcwe_tables": 1, "dcwe_all": 1}
 
 
 def test_a_social_variant_on_a_time_only_corpus_is_refused(tmp_path):

@@ -1,6 +1,7 @@
 # Dynamic contextualized word embeddings (Hofmann et al. 2021): corpus + Table 1 statistics →
-# node2vec (once per graph) → shared CWE warm-up per (dataset, seed) → one training + evaluation
-# per (dataset, variant, seed) → Tables 1-4 and the change-score table.
+# node2vec (once per graph) → shared CWE warm-up per (dataset, seed) → one MLM training +
+# evaluation per (dataset, variant, seed); one sentiment classifier per (dataset, sentiment
+# variant, seed) from the backbone directly → Tables 1-5 and the change-score table.
 # Config: config["dcwe"] (keys described in config/config.yaml and the schema).
 # Needs common.smk (RESULTS, TABLES, code()); a dataset that reads a semantic_change dataset
 # needs semantic_change_common.smk (included by the Snakefile before this file). Target: rule dcwe_all.
@@ -13,13 +14,20 @@ DC_RESULTS = f"{RESULTS}/dcwe"
 DC_DATASETS = DC.get("datasets", {})
 DC_SEEDS = DC.get("seeds", [0])
 DC_THREADS = DC.get("threads", config.get("threads", 1))
-DC_SECTIONS = ("model", "node2vec", "warmup", "training", "evaluation")
+DC_SECTIONS = ("model", "node2vec", "warmup", "training", "sentiment", "evaluation")
 # Keys of a dataset entry that are not part of the reader's spec.
-DC_DATASET_EXTRA = ("paper_column", "variants", "semantic_change_dataset", "max_length", *DC_SECTIONS)
+DC_DATASET_EXTRA = ("paper_column", "variants", "sentiment_variants", "semantic_change_dataset", "max_length",
+                    *DC_SECTIONS)
 
 
 def dc_variants(name):
+    """MLM variants of a dataset (Tables 2-4)."""
     return DC_DATASETS[name].get("variants", DC.get("variants", []))
+
+
+def dc_sentiment_variants(name):
+    """Sentiment variants of a dataset (Table 5); a dataset with labels names them."""
+    return DC_DATASETS[name].get("sentiment_variants", [])
 
 
 for _name, _spec in DC_DATASETS.items():
@@ -27,7 +35,7 @@ for _name, _spec in DC_DATASETS.items():
     if _ref is not None and _ref not in config.get("semantic_change", {}).get("datasets", {}):
         raise ValueError(f"dcwe.datasets.{_name}.semantic_change_dataset: {_ref!r} is not a semantic_change dataset")
     if (_ref is not None or _spec.get("format") == "semantic_change") and any(
-            DC_VARIANT_MODES[v] in ("full", "social_only") for v in dc_variants(_name)):
+            DC_VARIANT_MODES[v] in ("full", "social_only") for v in dc_variants(_name) + dc_sentiment_variants(_name)):
         raise ValueError(f"dcwe.datasets.{_name}: a semantic_change corpus has no social units; "
                          "variants dcwe and ta need them (use cwe, sa)")
 
@@ -56,7 +64,7 @@ def dc_external_files(name):
         return [spec["docs"]] + ([spec["edges"]] if spec.get("edges") else [])
     if spec["format"] == "release":
         return [spec["path"]]
-    if spec["format"] == "chitchat" and spec.get("path"):
+    if spec["format"] in ("chitchat", "chitchat_rating") and spec.get("path"):
         return [spec["path"]]
     if spec["format"] == "semantic_change":  # a load_dataset spec: its release and corpus folders
         data = spec["data"]
@@ -101,12 +109,32 @@ def dc_all_metrics():
             for name in DC_DATASETS for variant in dc_variants(name) for seed in DC_SEEDS]
 
 
-def dc_train_inputs(w):
-    inputs = {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
-              "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt"}
+def dc_sentiment_dir(name, variant, seed):
+    return f"{DC_RESULTS}/{name}/seed{seed}/sentiment/{variant}"
+
+
+def dc_all_sentiment_metrics():
+    return [f"{dc_sentiment_dir(name, variant, seed)}/metrics.json"
+            for name in DC_DATASETS for variant in dc_sentiment_variants(name) for seed in DC_SEEDS]
+
+
+def dc_vector_inputs(w):
     if DC_VARIANT_MODES[w.dc_variant] in ("full", "social_only"):
-        inputs["vectors"] = f"{DC_RESULTS}/{w.dc_dataset}/node2vec.npy"
-    return inputs
+        return {"vectors": f"{DC_RESULTS}/{w.dc_dataset}/node2vec.npy"}
+    return {}
+
+
+def dc_train_inputs(w):
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
+            "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt", **dc_vector_inputs(w)}
+
+
+def dc_sentiment_inputs(w):
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", **dc_vector_inputs(w)}
+
+
+def dc_vectors_flag(w, input):
+    return f"--vectors {input.vectors}" if "vectors" in input.keys() else ""
 
 
 def dc_compared_sc_metrics():
@@ -118,7 +146,7 @@ def dc_compared_sc_metrics():
             for seed in sc.get("seeds", [0])]
 
 
-DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_change")
+DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change")
 
 
 rule dcwe_data:
@@ -202,7 +230,7 @@ rule dcwe_train:
         kernels=KERNELS,
         settings=lambda w: dc_settings(w.dc_dataset, "model", "training", "evaluation"),
         corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
-        vectors=lambda w, input: f"--vectors {input.vectors}" if "vectors" in input.keys() else "",
+        vectors=dc_vectors_flag,
         out_dir=lambda w: dc_run_dir(w.dc_dataset, w.dc_variant, w.seed),
         device=dc_device(),
         code=code("dcwe-train"),
@@ -217,11 +245,39 @@ rule dcwe_train:
         " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
 
 
+rule dcwe_sentiment:
+    conda:
+        CONDA_ENV
+    input:
+        unpack(dc_sentiment_inputs),
+    output:
+        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/sentiment/{{dc_variant}}/metrics.json",
+        predictions=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/sentiment/{{dc_variant}}/predictions.parquet",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: dc_settings(w.dc_dataset, "model", "sentiment", "evaluation"),
+        corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
+        vectors=dc_vectors_flag,
+        out_dir=lambda w: dc_sentiment_dir(w.dc_dataset, w.dc_variant, w.seed),
+        device=dc_device(),
+        code=code("dcwe-sentiment"),
+    threads: DC_THREADS
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer dcwe-sentiment --corpus {params.corpus_dir}"
+        " --variant {wildcards.dc_variant} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed}"
+        " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
+
+
 rule dcwe_tables:
     conda:
         CONDA_ENV
     input:
         metrics=dc_all_metrics(),
+        sentiment=dc_all_sentiment_metrics(),
         corpora=[f"{dc_data_dir(name)}/corpus.json" for name in DC_DATASETS],
         sc_metrics=dc_compared_sc_metrics(),
     output:
@@ -230,6 +286,8 @@ rule dcwe_tables:
         datasets=json.dumps({name: spec.get("paper_column") for name, spec in DC_DATASETS.items()}),
         label=DC.get("backbone_label", "MiniLM-L6"),
         sc_metrics=lambda w, input: f"--sc-metrics {' '.join(input.sc_metrics)}" if input.sc_metrics else "",
+        sentiment=lambda w, input: f"--sentiment-metrics {' '.join(input.sentiment)}" if input.sentiment else "",
+        metrics=lambda w, input: f"--metrics {' '.join(input.metrics)}" if input.metrics else "",
         out_dir=TABLES,
         code=code("dcwe-tables"),
     log:
@@ -237,7 +295,7 @@ rule dcwe_tables:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/tables.tsv"
     shell:
-        "exec tempoformer dcwe-tables --metrics {input.metrics} --corpora {input.corpora}"
+        "exec tempoformer dcwe-tables {params.metrics} {params.sentiment} --corpora {input.corpora}"
         " --datasets {params.datasets:q} {params.sc_metrics} --backbone-label {params.label:q}"
         " --out-dir {params.out_dir} 2> {log}"
 

@@ -81,14 +81,16 @@ class OffsetFFN(nn.Module):
 
 class DcweModel(nn.Module):
     def __init__(self, bert: nn.Module, spec: DcweSpec, dynamic_ids: list[int],
-                 social: torch.Tensor | None = None, edge_index: torch.Tensor | None = None, seed: int = 0):
+                 social: torch.Tensor | None = None, edge_index: torch.Tensor | None = None, seed: int = 0,
+                 mlm_head: bool = True):
         super().__init__()
         config = bert.config
-        bert.pooler = None  # not used (MiniLM's was never trained): no parameter without a gradient
+        bert.pooler = None  # not used here (a classifier that reads it keeps its own reference)
         self.spec, self.config, self.bert = spec, config, bert
         self.word_embeddings = bert.embeddings.word_embeddings
         d_model = config.hidden_size
-        self.mlm = MLMHead(d_model, config.vocab_size, config.layer_norm_eps)
+        # the MLM task's head; the sentiment task has its own classifier (sentiment.py)
+        self.mlm = MLMHead(d_model, config.vocab_size, config.layer_norm_eps) if mlm_head else None
         dynamic = torch.zeros(config.vocab_size, dtype=torch.bool)
         dynamic[torch.as_tensor(dynamic_ids, dtype=torch.long)] = True
         self.register_buffer("dynamic", dynamic)
@@ -178,13 +180,14 @@ class DcweModel(nn.Module):
 # --------------------------------------------------------------------------- building
 
 
-def load_bert(backbone: str):
+def load_bert(backbone: str, pooler: bool = False):
+    """The pretrained backbone; `pooler`: with its pooler (the paper's pooled [CLS])."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import BertModel
 
     from ..data.embed import backbone_path
 
-    return BertModel.from_pretrained(backbone_path(backbone), local_files_only=True, add_pooling_layer=False)
+    return BertModel.from_pretrained(backbone_path(backbone), local_files_only=True, add_pooling_layer=pooler)
 
 
 def count_parameters(model: nn.Module, names: set[str] | None = None) -> int:
