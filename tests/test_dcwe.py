@@ -9,7 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from tempoformer.dcwe.evaluate import change_scores, document_losses, perplexity, sigma_sim, wilcoxon
-from tempoformer.dcwe.gat import GATLayer, SocialGAT, with_self_loops
+from tempoformer.dcwe.gat import GATLayer, GCNLayer, SocialGAT, SocialGCN, SocialMLP, with_self_loops
 from tempoformer.dcwe.graph import Node2VecSettings, graph_stats, node2vec
 from tempoformer.dcwe.model import DcweModel, DcweSpec, load_model, save_model
 from tempoformer.dcwe.train import (EncodedDocs, TrainSettings, collate, encode_docs, prior_terms, train_mlm,
@@ -126,6 +126,49 @@ def test_gat_matches_a_dense_computation_on_four_nodes():
     torch.testing.assert_close(out, expected)
     gat = SocialGAT(50, 4)
     assert sum(p.numel() for p in gat.parameters()) == 20_900    # the paper's count per time unit
+
+
+def test_gcn_matches_a_dense_computation_on_four_nodes():
+    torch.manual_seed(0)
+    layer = GCNLayer(3, 2)
+    with torch.no_grad():
+        layer.bias.copy_(torch.tensor([0.5, -1.0]))
+    x = torch.randn(4, 3)
+    edges = torch.tensor([[0, 1, 2, 3, 1], [1, 2, 0, 2, 1]])  # j -> i, with one self-loop already present
+    out = layer(x, with_self_loops(edges, 4))
+    a_hat = torch.eye(4)
+    a_hat[edges[1], edges[0]] = 1.0                               # a_hat[i, j]: j sends to i, plus I
+    degree = a_hat.sum(1)                                         # in-degree with the self-loop
+    assert degree.tolist() == [2.0, 2.0, 3.0, 1.0]                # 0 <- 2; 1 <- 0; 2 <- 1, 3; 3 <- none
+    norm = torch.diag(degree.rsqrt())
+    expected = norm @ a_hat @ norm @ x @ layer.lin.weight.T + layer.bias
+    torch.testing.assert_close(out, expected)
+    # node 3 receives only its self-loop: x_3 W / 1 + b
+    torch.testing.assert_close(out[3], x[3] @ layer.lin.weight.T + layer.bias)
+    gcn = SocialGCN(50).eval()
+    assert sum(p.numel() for p in gcn.parameters()) == 2 * (50 * 50 + 50)
+    x50, loops = torch.randn(4, 50), with_self_loops(edges, 4)
+    torch.testing.assert_close(gcn(x50, loops), torch.tanh(gcn.layers[1](torch.tanh(gcn.layers[0](x50, loops)), loops)))
+
+
+def test_gnn_options_of_the_social_component(tokenizer):
+    outputs = {}
+    for gnn in ("gat", "gcn", "none"):
+        docs = corpus_docs(tokenizer)[1]
+        ids = dynamic_token_ids(docs["text"], docs["time"], tokenizer.get_vocab())
+        spec = DcweSpec(mode="full", n_times=2, n_units=3, gnn=gnn, offset_init="pytorch")
+        edges = torch.tensor(GRAPH).T
+        model = DcweModel(tiny_bert(0), spec, ids, torch.randn(3, 50, generator=torch.Generator().manual_seed(1)),
+                          torch.cat([edges, edges.flip(0)], 1), seed=0).eval()
+        kind = {"gat": SocialGAT, "gcn": SocialGCN, "none": SocialMLP}[gnn]
+        assert len(model.gnn) == 2 and all(isinstance(g, kind) for g in model.gnn)
+        outputs[gnn] = model.social_vectors(1)
+    assert not torch.allclose(outputs["gat"], outputs["gcn"])
+    # none: each unit's vector alone, the graph plays no part
+    torch.testing.assert_close(model.social_vectors(1), model.gnn[1](model.social_input))
+    assert sum(p.numel() for p in model.gnn[0].parameters()) == 5_100
+    with pytest.raises(ValueError, match="gnn must be one of"):
+        DcweSpec(mode="full", n_times=2, gnn="gin")
 
 
 # --------------------------------------------------------------------------- offsets

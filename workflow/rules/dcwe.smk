@@ -17,7 +17,7 @@ DC_THREADS = DC.get("threads", config.get("threads", 1))
 DC_SECTIONS = ("model", "node2vec", "warmup", "training", "sentiment", "evaluation")
 # Keys of a dataset entry that are not part of the reader's spec.
 DC_DATASET_EXTRA = ("paper_column", "variants", "sentiment_variants", "semantic_change_dataset", "max_length",
-                    *DC_SECTIONS)
+                    "vectors", *DC_SECTIONS)
 
 
 def dc_variants(name):
@@ -118,9 +118,15 @@ def dc_all_sentiment_metrics():
             for name in DC_DATASETS for variant in dc_sentiment_variants(name) for seed in DC_SEEDS]
 
 
+def dc_vectors_path(name):
+    """The units' input vectors: node2vec computed here, or read from the dataset's `vectors` file."""
+    stem = "vectors" if DC_DATASETS[name].get("vectors") else "node2vec"
+    return f"{DC_RESULTS}/{name}/{stem}.npy"
+
+
 def dc_vector_inputs(w):
     if DC_VARIANT_MODES[w.dc_variant] in ("full", "social_only"):
-        return {"vectors": f"{DC_RESULTS}/{w.dc_dataset}/node2vec.npy"}
+        return {"vectors": dc_vectors_path(w.dc_dataset)}
     return {}
 
 
@@ -192,6 +198,25 @@ rule dcwe_node2vec:
     shell:
         "exec env {params.kernels} tempoformer dcwe-node2vec --corpus {params.corpus_dir} --settings {params.settings:q}"
         " --seed {params.seed} --output {output} 2> {log}"
+
+
+rule dcwe_vectors:
+    conda:
+        CONDA_ENV
+    input:
+        corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+        vectors=lambda w: external(DC_DATASETS[w.dc_dataset]["vectors"]),
+    output:
+        f"{DC_RESULTS}/{{dc_dataset}}/vectors.npy",
+    params:
+        digest=lambda w: content_digest(DC_DATASETS[w.dc_dataset]["vectors"]),
+        corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
+        code=code("dcwe-vectors"),
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/vectors.log",
+    shell:
+        "exec tempoformer dcwe-vectors --corpus {params.corpus_dir} --vectors-file {input.vectors:q}"
+        " --output {output} 2> {log}"
 
 
 rule dcwe_warmup:

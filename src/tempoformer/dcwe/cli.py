@@ -1,7 +1,7 @@
 """Entry points of the DCWE stage: plain functions (run_*) and their subcommands.
 
 `register` (called by the `tempoformer` command, src/tempoformer/cli.py) adds `dcwe-data`,
-`dcwe-node2vec`, `dcwe-warmup`, `dcwe-train`, `dcwe-sentiment` and `dcwe-tables`. Bad input raises
+`dcwe-node2vec`, `dcwe-vectors`, `dcwe-warmup`, `dcwe-train`, `dcwe-sentiment` and `dcwe-tables`. Bad input raises
 InputError/ValueError, which tempoformer's main() turns into an error message; outputs are
 written atomically, so a failed job leaves none.
 """
@@ -88,6 +88,19 @@ def run_node2vec(corpus_dir: str | os.PathLike, settings: dict, seed: int, outpu
     set_threads(1)  # small sparse updates: one thread (and no transformers import)
     corpus, _ = read_corpus(corpus_dir)
     vectors = node2vec(len(corpus.units), corpus.edges, Node2VecSettings.from_dict(settings), seed, corpus.directed)
+    return write_with(output, lambda tmp: np.save(tmp, vectors), suffix=".npy")
+
+
+def run_vectors(corpus_dir: str | os.PathLike, vectors_file: str | os.PathLike, output: str | os.PathLike) -> Path:
+    """Precomputed node vectors (the authors' {name}_vectors_50.txt, word2vec text format) of the
+    corpus's units, in unit order (output: .npy, as dcwe-node2vec writes)."""
+    import numpy as np
+
+    from .data import read_corpus
+    from .graph import read_vectors
+
+    corpus, _ = read_corpus(corpus_dir)
+    vectors = read_vectors(vectors_file, corpus.units)
     return write_with(output, lambda tmp: np.save(tmp, vectors), suffix=".npy")
 
 
@@ -308,6 +321,10 @@ def cmd_dcwe_node2vec(a):
     run_node2vec(a.corpus, a.settings, a.seed, a.output)
 
 
+def cmd_dcwe_vectors(a):
+    run_vectors(a.corpus, a.vectors_file, a.output)
+
+
 def cmd_dcwe_warmup(a):
     run_warmup(a.corpus, a.settings, a.seed, a.output, a.threads, a.device)
 
@@ -341,6 +358,13 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, required=True, help="seed of walks and training")
     p.add_argument("--output", required=True, help=".npy file to write")
     p.set_defaults(func=cmd_dcwe_node2vec)
+
+    p = sub.add_parser("dcwe-vectors", help="read precomputed node vectors (the authors' {name}_vectors_50.txt, "
+                       "word2vec text format) in the order of the corpus's units")
+    p.add_argument("--corpus", required=True, help="folder written by dcwe-data")
+    p.add_argument("--vectors-file", required=True, help="word2vec text file: 'count dimension', then 'name v1 ... vd'")
+    p.add_argument("--output", required=True, help=".npy file to write")
+    p.set_defaults(func=cmd_dcwe_vectors)
 
     def common(p):
         p.add_argument("--corpus", required=True, help="folder written by dcwe-data")

@@ -12,8 +12,9 @@ o = FFN_j(e~)), `social_only` (TA, the temporal ablation: one FFN and one GAT fo
 walk prior), `cwe` (no offsets: the baseline). FFN = Linear(D + d_s -> D) -> tanh -> dropout ->
 Linear(D -> D) (the authors' model.py:171-187). `offset_init`: `zero` zeroes the FFNs' last
 layer, so training starts at the warm-up model (our default); `pytorch` keeps PyTorch's default
-init (the authors': an offset of norm ~0.9 on MiniLM at step 0, spec §3.5). `gnn: none` feeds s~
-to the FFN directly (the authors' --gnn none).
+init (the authors': an offset of norm ~0.9 on MiniLM at step 0, spec §3.5). `gnn`: `gat` (the
+paper), `gcn` (the authors' --gnn gcn) or `none` (the authors' --gnn none: a two-layer MLP of s~
+per time unit, no graph); see gat.py.
 
 The MLM head is the project's MLMHead (semantic_change/model.py): identity dense at init, the
 decoder tied to the input embeddings.
@@ -30,7 +31,7 @@ from torch import nn
 
 from ..atomic import write_with
 from ..semantic_change.model import MLMHead
-from .gat import SocialGAT, with_self_loops
+from .gat import GNNS, social_network, with_self_loops
 
 MODES = ("cwe", "full", "time_only", "social_only")
 # config variant -> mode (the paper's names: DCWE, SA social ablation, TA temporal ablation)
@@ -44,7 +45,7 @@ class DcweSpec:
     n_times: int
     n_units: int = 1
     social_dim: int = 50
-    gnn: str = "gat"            # gat | none
+    gnn: str = "gat"            # gat | gcn | none
     heads: int = 4
     attn_dropout: float = 0.6
     dropout: float = 0.2
@@ -54,8 +55,8 @@ class DcweSpec:
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.gnn not in ("gat", "none"):
-            raise ValueError(f"gnn must be gat or none, got {self.gnn!r}")
+        if self.gnn not in GNNS:
+            raise ValueError(f"gnn must be one of {GNNS}, got {self.gnn!r}")
         if self.offset_init not in ("zero", "pytorch"):
             raise ValueError(f"offset_init must be zero or pytorch, got {self.offset_init!r}")
 
@@ -106,8 +107,8 @@ class DcweModel(nn.Module):
             torch.manual_seed(seed)
             self.ffn = nn.ModuleList(OffsetFFN(d_in, d_model, spec.dropout) for _ in range(spec.n_components))
             self.gnn = nn.ModuleList(
-                SocialGAT(spec.social_dim, spec.heads, spec.attn_dropout, spec.dropout)
-                for _ in range(spec.n_components if spec.social and spec.gnn == "gat" else 0))
+                social_network(spec.gnn, spec.social_dim, spec.heads, spec.attn_dropout, spec.dropout)
+                for _ in range(spec.n_components if spec.social else 0))
         if spec.offset_init == "zero":
             with torch.no_grad():
                 for ffn in self.ffn:
@@ -117,10 +118,8 @@ class DcweModel(nn.Module):
     # ------------------------------------------------------------------------- offsets
 
     def social_vectors(self, component: int) -> torch.Tensor:
-        """s_j for every unit (U, d_s): GAT_j over the fixed graph, or s~ itself (gnn none)."""
-        if self.spec.gnn == "gat":
-            return self.gnn[component](self.social_input, self.edge_index)
-        return self.social_input
+        """s_j for every unit (U, d_s): GAT_j or GCN_j over the fixed graph, or MLP_j of s~ (gnn none)."""
+        return self.gnn[component](self.social_input, self.edge_index)
 
     def component_offsets(self, emb: torch.Tensor, units: torch.Tensor, components: torch.Tensor,
                           cache: dict) -> torch.Tensor:
