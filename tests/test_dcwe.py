@@ -270,3 +270,62 @@ def test_truncation_keeps_first_and_last_pieces():
     assert truncate(list(range(10)), 5) == [0, 1, 2, 8, 9]
     assert truncate([1, 2], 5) == [1, 2]
     assert isinstance(EncodedDocs([], [], np.array([]), np.array([]), []).ids, list)
+
+
+# --------------------------------------------------------------------------- grid search
+
+
+def test_per_epoch_selection_keeps_the_best_epoch(tokenizer):
+    docs, _ = corpus_docs(tokenizer)
+    by_epoch = TrainSettings(epochs=3, batch_size=4, lr=1e-3, dynamic_lr=1e-2)  # 6 documents: 2 steps an epoch
+    assert by_epoch.total_steps(len(docs)) == 6 and by_epoch.steps_per_epoch(7) == 2
+    model = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
+    snapshots, dev = {}, {1: 2.0, 2: 1.0, 3: 1.5}     # lower is better: epoch 2
+
+    def evaluate(epoch):
+        snapshots[epoch] = {k: v.clone() for k, v in model.state_dict().items()}
+        return dev[epoch]
+
+    log = train_mlm(model, docs, tokenizer, by_epoch, seed=2, evaluate=evaluate)
+    assert log["steps"] == 6 and [e["epoch"] for e in log["epochs"]] == [1, 2, 3] and log["best_epoch"] == 2
+    assert [e["dev"] for e in log["epochs"]] == [2.0, 1.0, 1.5]
+    assert all(torch.equal(v, snapshots[2][k]) for k, v in model.state_dict().items())      # epoch 2's weights back
+    assert not all(torch.equal(v, snapshots[3][k]) for k, v in model.state_dict().items())
+    # evaluating draws nothing: the same steps as a run of 6 steps without it
+    plain = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
+    again = train_mlm(plain, docs, tokenizer, TrainSettings(steps=6, batch_size=4, lr=1e-3, dynamic_lr=1e-2), seed=2)
+    assert again["loss"] == log["loss"] and again["best_epoch"] is None and again["epochs"] == []
+    assert all(torch.equal(v, snapshots[3][k]) for k, v in plain.state_dict().items())
+
+
+def grid_run(variant, lr, lambda_a, devs, seconds=60.0, seed=0, dataset="toy", key="perplexity"):
+    return {"dataset": dataset, "variant": variant, "seed": seed, "lr": lr, "lambda_a": lambda_a,
+            "epochs": [{"epoch": i + 1, "dev": d} for i, d in enumerate(devs)],
+            "best_epoch": 1 + (int(np.argmax(devs)) if key == "macro_f1" else int(np.argmin(devs))),
+            "dev": {key: max(devs) if key == "macro_f1" else min(devs)}, "train_steps": 10, "seconds": seconds}
+
+
+def test_grid_statistics_and_the_selected_point():
+    from tempoformer.dcwe.tables import grid_table, paper_numbers, select_runs
+
+    runs = [grid_run("dcwe", 1e-5, 0.01, [9.0, 8.0]), grid_run("dcwe", 1e-5, 0.1, [8.5, 7.5]),
+            grid_run("dcwe", 3e-5, 0.01, [7.0, 7.2]), grid_run("dcwe", 3e-5, 0.1, [8.0, 8.1]),
+            grid_run("cwe", 1e-5, 0.1, [9.5, 9.0], 30.0), grid_run("cwe", 3e-5, 0.1, [8.8, 9.9], 30.0)]
+    chosen = {r["variant"]: r for r in select_runs(runs, "mlm")}
+    assert (chosen["dcwe"]["lr"], chosen["dcwe"]["lambda_a"]) == (3e-5, 0.01)   # dev 7.0 at epoch 1
+    assert chosen["cwe"]["lr"] == 3e-5
+    sentiment = [grid_run("dcwe", 1e-5, 0.1, [0.6, 0.7], key="macro_f1"),
+                 grid_run("dcwe", 3e-5, 0.1, [0.65, 0.5], key="macro_f1")]
+    assert select_runs(sentiment, "sentiment")[0]["lr"] == 1e-5                    # higher F1 is better
+    table, csv = grid_table(runs, sentiment, paper_numbers(), "tiny")
+    ours = {(r["task"], r["model"]): r for r in csv.filter(pl.col("source").str.starts_with("ours")).to_dicts()}
+    dcwe = ours[("MLM (dev perplexity)", "DCWE")]
+    values = [9.0, 8.0, 8.5, 7.5, 7.0, 7.2, 8.0, 8.1]
+    assert dcwe["trials"] == "8" and dcwe["mu"] == f"{np.mean(values):.2f}" and dcwe["sigma"] == f"{np.std(values):.2f}"
+    assert (dcwe["n_e"], dcwe["lr"], dcwe["lambda_a"], dcwe["tau"]) == ("1", "3e-05", "0.01", "4.0")
+    cwe = ours[("MLM (dev perplexity)", "CWE")]
+    assert (cwe["trials"], cwe["n_e"], cwe["lr"], cwe["lambda_a"], cwe["tau"]) == ("4", "1", "3e-05", "–", "1.0")
+    assert ours[("sentiment (dev F1)", "DCWE")]["mu"] == f"{np.mean([0.6, 0.7, 0.65, 0.5]):.3f}"
+    paper = csv.filter((pl.col("table") == "6") & (pl.col("dataset") == "Ciao") & (pl.col("model") == "DCWE")).row(
+        0, named=True)
+    assert (paper["trials"], paper["mu"], paper["tau"]) == ("28", "6.794", "11831")

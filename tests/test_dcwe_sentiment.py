@@ -232,3 +232,12 @@ def test_sentiment_settings_split_classifier_and_training_keys():
     with pytest.raises(ValueError, match="post_pooling"):
         split_settings({"post_pooling": "max"})
     assert GRAPH  # the classifier's DCWE reads test_dcwe's three-unit graph
+
+
+def test_per_epoch_selection_keeps_the_highest_dev_f1(tokenizer):
+    docs, labels = docs_of(tokenizer)
+    model = small_classifier(tokenizer, "cwe")
+    dev = {1: 0.8, 2: 0.5}
+    log = train_sentiment(model, docs, labels, 0, TrainSettings(epochs=2, batch_size=3, lr=1e-3), seed=0,
+                          evaluate=dev.__getitem__)
+    assert log["best_epoch"] == 1 and log["steps"] == 4 and [e["dev"] for e in log["epochs"]] == [0.8, 0.5]

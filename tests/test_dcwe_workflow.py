@@ -1,5 +1,5 @@
 """The DCWE stage through the real snakemake CLI: its rules run, a rerun plans nothing, the
-default config plans every DCWE rule."""
+default config plans every DCWE rule, the CPU-scale config plans its grid."""
 
 import pytest
 import yaml
@@ -74,6 +74,18 @@ def test_default_config_plans_the_dcwe_stage(tmp_path):
     # chitchat_tiny: cwe, dcwe, sa, ta; chitchat_graded (time only): sa; chitchat_rating_tiny: sentiment cwe, dcwe
     assert jobs == {"dcwe_data": 3, "dcwe_node2vec": 2, "dcwe_warmup": 2, "dcwe_train": 5, "dcwe_sentiment": 2,
                     "dcwe_tables": 1, "dcwe_all": 1}
+
+
+def test_the_cpu_scale_config_plans_its_grid(tmp_path):
+    """config/dcwe_chitchat.yaml: lr x lambda_a for DCWE (4 points), lr for CWE (2), SA and TA at one point."""
+    result = snakemake(tmp_path, REPO / "config" / "dcwe_chitchat.yaml", "-n", "dcwe_all")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    jobs = {rule: n for rule, n in planned_jobs(result).items() if rule.startswith("dcwe")}
+    assert jobs == {"dcwe_data": 2, "dcwe_node2vec": 2, "dcwe_warmup": 1, "dcwe_train": 8, "dcwe_sentiment": 6,
+                    "dcwe_tables": 1, "dcwe_all": 1}
+    for point in ("dcwe/lr1e-05_la0.01", "dcwe/lr3e-05_la0.1", "cwe/lr1e-05", "sa/lr3e-05_la0.1",
+                  "sentiment/dcwe/lr1e-05_la0.1", "sentiment/cwe/lr3e-05"):
+        assert f"seed0/{point}/metrics.json" in result.stdout, point
 
 
 def test_a_social_variant_on_a_time_only_corpus_is_refused(tmp_path):

@@ -1,13 +1,16 @@
 # Dynamic contextualized word embeddings (Hofmann et al. 2021): corpus + Table 1 statistics →
 # node2vec (once per graph) → shared CWE warm-up per (dataset, seed) → one MLM training +
 # evaluation per (dataset, variant, seed); one sentiment classifier per (dataset, sentiment
-# variant, seed) from the backbone directly → Tables 1-5 and the change-score table.
+# variant, seed) from the backbone directly; each of these once per grid point (lr, lambda_a),
+# evaluated on dev after every epoch → Tables 1-5, the change-score table (best dev point) and
+# the grid statistics (Tables 6-8).
 # Config: config["dcwe"] (keys described in config/config.yaml and the schema).
 # Needs common.smk (RESULTS, TABLES, code()); a dataset that reads a semantic_change dataset
 # needs semantic_change_common.smk (included by the Snakefile before this file). Target: rule dcwe_all.
 from types import SimpleNamespace
 
 from tempoformer.dcwe.model import VARIANTS as DC_VARIANT_MODES
+from tempoformer.dcwe.train import TrainSettings as DcTrainSettings
 
 DC = config.get("dcwe", {})
 DC_RESULTS = f"{RESULTS}/dcwe"
@@ -17,7 +20,7 @@ DC_THREADS = DC.get("threads", config.get("threads", 1))
 DC_SECTIONS = ("model", "node2vec", "warmup", "training", "sentiment", "evaluation")
 # Keys of a dataset entry that are not part of the reader's spec.
 DC_DATASET_EXTRA = ("paper_column", "variants", "sentiment_variants", "semantic_change_dataset", "max_length",
-                    "vectors", *DC_SECTIONS)
+                    "vectors", "grid", *DC_SECTIONS)
 
 
 def dc_variants(name):
@@ -43,6 +46,23 @@ for _name, _spec in DC_DATASETS.items():
 wildcard_constraints:
     dc_dataset="|".join(DC_DATASETS) or "(?!)",
     dc_variant="|".join(DC_VARIANT_MODES),
+    dc_point=r"lr[^/]+",
+
+
+def dc_points(name, variant, section):
+    """{point: (lr, lambda_a)} of one (dataset, variant); section: training (MLM) or sentiment.
+
+    A point is a (lr, lambda_a) pair of the grid (`grid` of the dataset, else of the dcwe section)
+    when the grid names the variant (grid.variants for MLM, grid.sentiment_variants for the
+    sentiment task), else the one pair of the section's settings. CWE has no lambda_a."""
+    grid = DC_DATASETS[name].get("grid", DC.get("grid")) or {}
+    base = {**DC.get(section, {}), **DC_DATASETS[name].get(section, {})}
+    searched = variant in grid.get("variants" if section == "training" else "sentiment_variants", [])
+    fields = DcTrainSettings.__dataclass_fields__
+    lrs = grid.get("lr") if searched and grid.get("lr") else [base.get("lr", fields["lr"].default)]
+    lambdas = grid.get("lambda_a") if searched and grid.get("lambda_a") and variant != "cwe" \
+        else [base.get("lambda_a", fields["lambda_a"].default)]
+    return {f"lr{lr:g}" + ("" if variant == "cwe" else f"_la{la:g}"): (lr, la) for lr in lrs for la in lambdas}
 
 
 def dc_data_dir(name):
@@ -88,34 +108,42 @@ def dc_data_digest(w):
     return content_digest(dc_external_files(w.dc_dataset))
 
 
-def dc_settings(name, *sections):
-    """Settings JSON: the global sections, each updated by the dataset's own."""
+def dc_settings(name, *sections, point=None):
+    """Settings JSON: the global sections, each updated by the dataset's own; `point` (section,
+    variant, point name) sets that section's lr and lambda_a to the grid point's."""
     spec = DC_DATASETS[name]
-    return json.dumps({"backbone": DC.get("backbone", "minilm"),
-                       "max_length": spec.get("max_length", DC.get("max_length", 128)),
-                       **{key: {**DC.get(key, {}), **spec.get(key, {})} for key in sections}})
+    settings = {"backbone": DC.get("backbone", "minilm"),
+                "max_length": spec.get("max_length", DC.get("max_length", 128)),
+                **{key: {**DC.get(key, {}), **spec.get(key, {})} for key in sections}}
+    if point is not None:
+        section, variant, point_name = point
+        lr, lambda_a = dc_points(name, variant, section)[point_name]
+        settings[section].update(lr=lr, lambda_a=lambda_a)
+    return json.dumps(settings)
 
 
 def dc_device():
     return f"--device {DC['device']}" if DC.get("device") else ""
 
 
-def dc_run_dir(name, variant, seed):
-    return f"{DC_RESULTS}/{name}/seed{seed}/{variant}"
+def dc_run_dir(name, variant, seed, point):
+    return f"{DC_RESULTS}/{name}/seed{seed}/{variant}/{point}"
 
 
 def dc_all_metrics():
-    return [f"{dc_run_dir(name, variant, seed)}/metrics.json"
-            for name in DC_DATASETS for variant in dc_variants(name) for seed in DC_SEEDS]
+    return [f"{dc_run_dir(name, variant, seed, point)}/metrics.json"
+            for name in DC_DATASETS for variant in dc_variants(name) for seed in DC_SEEDS
+            for point in dc_points(name, variant, "training")]
 
 
-def dc_sentiment_dir(name, variant, seed):
-    return f"{DC_RESULTS}/{name}/seed{seed}/sentiment/{variant}"
+def dc_sentiment_dir(name, variant, seed, point):
+    return f"{DC_RESULTS}/{name}/seed{seed}/sentiment/{variant}/{point}"
 
 
 def dc_all_sentiment_metrics():
-    return [f"{dc_sentiment_dir(name, variant, seed)}/metrics.json"
-            for name in DC_DATASETS for variant in dc_sentiment_variants(name) for seed in DC_SEEDS]
+    return [f"{dc_sentiment_dir(name, variant, seed, point)}/metrics.json"
+            for name in DC_DATASETS for variant in dc_sentiment_variants(name) for seed in DC_SEEDS
+            for point in dc_points(name, variant, "sentiment")]
 
 
 def dc_vectors_path(name):
@@ -152,7 +180,7 @@ def dc_compared_sc_metrics():
             for seed in sc.get("seeds", [0])]
 
 
-DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change")
+DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid")
 
 
 rule dcwe_data:
@@ -248,22 +276,23 @@ rule dcwe_train:
     input:
         unpack(dc_train_inputs),
     output:
-        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/metrics.json",
-        losses=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/losses.parquet",
-        model=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/model.pt",
+        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/metrics.json",
+        losses=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/losses.parquet",
+        model=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/model.pt",
     params:
         kernels=KERNELS,
-        settings=lambda w: dc_settings(w.dc_dataset, "model", "training", "evaluation"),
+        settings=lambda w: dc_settings(w.dc_dataset, "model", "training", "evaluation",
+                                       point=("training", w.dc_variant, w.dc_point)),
         corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
         vectors=dc_vectors_flag,
-        out_dir=lambda w: dc_run_dir(w.dc_dataset, w.dc_variant, w.seed),
+        out_dir=lambda w: dc_run_dir(w.dc_dataset, w.dc_variant, w.seed, w.dc_point),
         device=dc_device(),
         code=code("dcwe-train"),
     threads: DC_THREADS
     log:
-        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}.log",
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}_{{dc_point}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}.tsv"
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}_{{dc_point}}.tsv"
     shell:
         "exec env {params.kernels} tempoformer dcwe-train --corpus {params.corpus_dir} --warmup {input.warmup}"
         " --variant {wildcards.dc_variant} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed}"
@@ -276,21 +305,22 @@ rule dcwe_sentiment:
     input:
         unpack(dc_sentiment_inputs),
     output:
-        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/sentiment/{{dc_variant}}/metrics.json",
-        predictions=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/sentiment/{{dc_variant}}/predictions.parquet",
+        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/sentiment/{{dc_variant}}/{{dc_point}}/metrics.json",
+        predictions=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/sentiment/{{dc_variant}}/{{dc_point}}/predictions.parquet",
     params:
         kernels=KERNELS,
-        settings=lambda w: dc_settings(w.dc_dataset, "model", "sentiment", "evaluation"),
+        settings=lambda w: dc_settings(w.dc_dataset, "model", "sentiment", "evaluation",
+                                       point=("sentiment", w.dc_variant, w.dc_point)),
         corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
         vectors=dc_vectors_flag,
-        out_dir=lambda w: dc_sentiment_dir(w.dc_dataset, w.dc_variant, w.seed),
+        out_dir=lambda w: dc_sentiment_dir(w.dc_dataset, w.dc_variant, w.seed, w.dc_point),
         device=dc_device(),
         code=code("dcwe-sentiment"),
     threads: DC_THREADS
     log:
-        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}.log",
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}_{{dc_point}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}.tsv"
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}_{{dc_point}}.tsv"
     shell:
         "exec env {params.kernels} tempoformer dcwe-sentiment --corpus {params.corpus_dir}"
         " --variant {wildcards.dc_variant} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed}"

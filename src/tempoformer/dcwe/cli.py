@@ -184,13 +184,23 @@ def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant:
     spec, social, edge_index, tokenizer, dynamic_ids = _variant_inputs(corpus, variant, settings, vectors)
     model, _ = load_model(warmup, spec, social, edge_index, dynamic_ids, seed)
     training = TrainSettings.from_dict(settings.get("training"))
-    train_log = train_mlm(model, _docs(corpus, tokenizer, "train", max_length), tokenizer, training, seed, device)
     evaluation = dict(settings.get("evaluation") or {})
+    dev_frames = {}
+
+    def dev_perplexity(epoch: int) -> float:
+        dev_frames[epoch] = document_losses(model, _docs(corpus, tokenizer, "dev", max_length), tokenizer, seed,
+                                            training.mlm_probability, evaluation.get("batch_size", 32), device)
+        return perplexity(dev_frames[epoch], "token")
+
+    train_log = train_mlm(model, _docs(corpus, tokenizer, "train", max_length), tokenizer, training, seed, device,
+                          evaluate=dev_perplexity if training.epochs else None)
     losses, metrics = [], {}
     for split in ("dev", "test"):
-        docs = _docs(corpus, tokenizer, split, max_length)
-        frame = document_losses(model, docs, tokenizer, seed, training.mlm_probability,
-                                evaluation.get("batch_size", 32), device)
+        if split == "dev" and train_log["best_epoch"] is not None:
+            frame = dev_frames[train_log["best_epoch"]]  # the kept epoch's dev losses
+        else:
+            frame = document_losses(model, _docs(corpus, tokenizer, split, max_length), tokenizer, seed,
+                                    training.mlm_probability, evaluation.get("batch_size", 32), device)
         losses.append(frame.with_columns(pl.lit(split).alias("split")))
         metrics[split] = {"perplexity": perplexity(frame, "token"), "documents": frame.height,
                           "masked": int(frame["n_masked"].sum()),
@@ -215,7 +225,9 @@ def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant:
         "dataset": corpus.name, "variant": variant, "mode": spec.mode, "seed": seed, **metrics,
         "params": count_parameters(model), "dynamic_params": count_parameters(model, model.dynamic_parameter_names()),
         "dynamic_vocabulary": len(dynamic_ids), "sigma_sim": sigma, "change": change,
-        "train_steps": training.steps, "mlm_first10": train_log["first10_mlm"], "mlm_last10": train_log["last10_mlm"],
+        "lr": training.lr, "lambda_a": training.lambda_a, "epochs": train_log["epochs"],
+        "best_epoch": train_log["best_epoch"], "train_steps": train_log["steps"],
+        "mlm_first10": train_log["first10_mlm"], "mlm_last10": train_log["last10_mlm"],
         "train_log": train_log, "spec": spec.__dict__, "seconds": time.perf_counter() - started,
     }
     write_text_atomic(out / "metrics.json", json.dumps(result, indent=1, default=str) + "\n")
@@ -269,13 +281,19 @@ def run_sentiment(corpus_dir: str | os.PathLike, variant: str, settings: dict, s
     dcwe = DcweModel(bert, spec, dynamic_ids, social, edge_index, seed, mlm_head=False)
     model = SentimentModel(dcwe, pooling, pooler, classifier.hidden, classifier.head_dropout, seed)
     train = corpus.split("train")
-    train_log = train_sentiment(model, _docs(corpus, tokenizer, "train", max_length), train["label"].to_numpy(),
-                                tokenizer.pad_token_id, training, seed, device)
     batch_size = (settings.get("evaluation") or {}).get("batch_size", 32)
+    encoded = {split: _docs(corpus, tokenizer, split, max_length) for split in ("train", "dev", "test")}
+
+    def dev_f1(epoch: int) -> float:
+        probs = predict(model, encoded["dev"], tokenizer.pad_token_id, batch_size, device)
+        return scores(corpus.split("dev")["label"].to_numpy(), classify(probs))["macro_f1"]
+
+    train_log = train_sentiment(model, encoded["train"], train["label"].to_numpy(), tokenizer.pad_token_id, training,
+                                seed, device, evaluate=dev_f1 if training.epochs else None)
     frames, metrics = [], {}
     for split in ("dev", "test"):
         docs = corpus.split(split)
-        probs = predict(model, _docs(corpus, tokenizer, split, max_length), tokenizer.pad_token_id, batch_size, device)
+        probs = predict(model, encoded[split], tokenizer.pad_token_id, batch_size, device)
         pred = classify(probs)
         gold = docs["label"].to_numpy()
         metrics[split] = scores(gold, pred)
@@ -290,7 +308,8 @@ def run_sentiment(corpus_dir: str | os.PathLike, variant: str, settings: dict, s
         "pooling": pooling, "post_pooling": classifier.post_pooling, "params": count_parameters(model),
         "dynamic_params": count_parameters(model, model.dynamic_parameter_names()),
         "dynamic_vocabulary": len(dynamic_ids), "train_documents": train.height,
-        "train_positive": int(np.sum(train["label"].to_numpy())), "train_steps": training.steps,
+        "train_positive": int(np.sum(train["label"].to_numpy())), "lr": training.lr, "lambda_a": training.lambda_a,
+        "epochs": train_log["epochs"], "best_epoch": train_log["best_epoch"], "train_steps": train_log["steps"],
         "train_log": train_log, "spec": spec.__dict__, "classifier": classifier.__dict__,
         "seconds": time.perf_counter() - started,
     }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import polars as pl
@@ -104,15 +105,17 @@ def sentiment_loss(model: SentimentModel, batch, settings: TrainSettings, device
 
 
 def train_sentiment(model: SentimentModel, docs: EncodedDocs, labels: np.ndarray, pad: int,
-                    settings: TrainSettings, seed: int, device: str = "cpu") -> dict:
-    """Train in place; the same batch schedule as the MLM task for a seed (train.batch_schedule)."""
+                    settings: TrainSettings, seed: int, device: str = "cpu",
+                    evaluate: Callable[[int], float] | None = None) -> dict:
+    """Train in place; the same batch schedule as the MLM task for a seed (train.batch_schedule).
+    evaluate(epoch) -> dev macro-F1 (higher is better) for per-epoch selection."""
     labels = np.asarray(labels)
 
     def batch_loss(picks, step):
         return sentiment_loss(model, labelled_batch(docs, labels, picks, pad), settings, device)
 
     return train_loop(model, len(docs), settings, seed, batch_loss, device, HEAD_PREFIXES,
-                      ("loss", "bce", "anchor", "walk"))
+                      ("loss", "bce", "anchor", "walk"), evaluate, higher_is_better=True)
 
 
 @torch.no_grad()

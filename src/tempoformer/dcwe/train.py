@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from dataclasses import asdict, dataclass
 from types import SimpleNamespace
@@ -45,6 +46,8 @@ PRIOR_NORMS = ("paper", "authors")
 @dataclass
 class TrainSettings:
     steps: int = 100
+    epochs: int | None = None         # instead of steps: passes over the training documents, each
+                                      # followed by a dev evaluation (the best epoch is kept)
     batch_size: int = 4
     lr: float = 3e-6                  # backbone and MLM head (the paper's best)
     dynamic_lr: float | None = None   # offset FFNs and GATs (None: lr, as the authors)
@@ -65,6 +68,13 @@ class TrainSettings:
     @property
     def lambda_w(self) -> float:
         return self.lambda_w_ratio * self.lambda_a
+
+    def steps_per_epoch(self, n_docs: int) -> int:
+        return max(1, math.ceil(n_docs / self.batch_size))
+
+    def total_steps(self, n_docs: int) -> int:
+        """`steps`, or `epochs` passes over n_docs documents."""
+        return self.steps if self.epochs is None else self.epochs * self.steps_per_epoch(n_docs)
 
     @classmethod
     def from_dict(cls, values: dict | None) -> "TrainSettings":
@@ -195,12 +205,21 @@ def mlm_loss(model: DcweModel, batch, settings: TrainSettings, device: str):
 
 def train_loop(model: torch.nn.Module, n_docs: int, settings: TrainSettings, seed: int,
                batch_loss: Callable[[np.ndarray, int], tuple], device: str = "cpu",
-               head_prefixes: Sequence[str] = (), names: Sequence[str] = ("loss", "task", "anchor", "walk")) -> dict:
-    """Adam over `settings.steps` batches of `batch_schedule(n_docs, ...)`; batch_loss(picks, step)
-    returns (total, *parts) for one batch. Parameter groups: the model's dynamic parameters
-    (`dynamic_parameter_names`) at dynamic_lr, those under `head_prefixes` at head_lr, the rest
-    at lr (a rate left null falls back to lr). Dropout draws come from `seed` under a forked RNG."""
+               head_prefixes: Sequence[str] = (), names: Sequence[str] = ("loss", "task", "anchor", "walk"),
+               evaluate: Callable[[int], float] | None = None, higher_is_better: bool = False) -> dict:
+    """Adam over `settings.total_steps(n_docs)` batches of `batch_schedule(n_docs, ...)`;
+    batch_loss(picks, step) returns (total, *parts) for one batch. Parameter groups: the model's
+    dynamic parameters (`dynamic_parameter_names`) at dynamic_lr, those under `head_prefixes` at
+    head_lr, the rest at lr (a rate left null falls back to lr). Dropout draws come from `seed`
+    under a forked RNG.
+
+    Per-epoch selection (the paper's grid: every epoch is a trial): with `settings.epochs` and
+    `evaluate`, evaluate(epoch) -> dev metric runs after each epoch's last step; the weights of the
+    best epoch (strictly better than every earlier one) are put back at the end. Evaluation draws
+    nothing from the dropout RNG, so the training steps are those of a run without it."""
     started = time.perf_counter()
+    steps = settings.total_steps(n_docs)
+    per_epoch = settings.steps_per_epoch(n_docs) if settings.epochs is not None and evaluate else None
     dynamic = model.dynamic_parameter_names()
     groups: dict[float, list] = {}
     for name, param in model.named_parameters():
@@ -211,12 +230,12 @@ def train_loop(model: torch.nn.Module, n_docs: int, settings: TrainSettings, see
             lr = settings.head_lr
         groups.setdefault(lr, []).append(param)
     optimizer = torch.optim.Adam([{"params": ps, "lr": lr} for lr, ps in groups.items()])
-    log_rows = []
+    log_rows, epochs, best = [], [], None
     model.to(device).train()
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # dropout
-            for step, picks in enumerate(batch_schedule(n_docs, settings.batch_size, settings.steps, seed)):
+            for step, picks in enumerate(batch_schedule(n_docs, settings.batch_size, steps, seed)):
                 total, *parts = batch_loss(picks, step)
                 optimizer.zero_grad(set_to_none=True)
                 total.backward()
@@ -224,13 +243,26 @@ def train_loop(model: torch.nn.Module, n_docs: int, settings: TrainSettings, see
                     torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
                 optimizer.step()
                 log_rows.append([float(x.detach()) for x in (total, *parts)])
-                if (step + 1) % max(1, settings.steps // 5) == 0:
-                    log.info("step %d/%d: %s", step + 1, settings.steps,
+                if (step + 1) % max(1, steps // 5) == 0:
+                    log.info("step %d/%d: %s", step + 1, steps,
                              ", ".join(f"{n} {v:.4g}" for n, v in zip(names, log_rows[-1])))
+                if per_epoch and (step + 1) % per_epoch == 0:
+                    epoch = (step + 1) // per_epoch
+                    value = float(evaluate(epoch))
+                    model.train()
+                    epochs.append({"epoch": epoch, "step": step + 1, "dev": value,
+                                   "seconds": time.perf_counter() - started})
+                    improved = best is None or (value > best[1] if higher_is_better else value < best[1])
+                    log.info("epoch %d: dev %.6g%s", epoch, value, " (best so far)" if improved else "")
+                    if improved:
+                        best = (epoch, value, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
+        if best is not None and best[0] != epochs[-1]["epoch"]:
+            model.load_state_dict(best[2])
     finally:
         model.eval()
     losses = np.array(log_rows).reshape(-1, len(names))
-    out = {"steps": settings.steps, "seconds": time.perf_counter() - started, "settings": asdict(settings)}
+    out = {"steps": steps, "seconds": time.perf_counter() - started, "settings": asdict(settings),
+           "epochs": epochs, "best_epoch": best[0] if best else None}
     for i, name in enumerate(names):
         out[name] = losses[:, i].tolist()
     task = names[1]
@@ -240,11 +272,12 @@ def train_loop(model: torch.nn.Module, n_docs: int, settings: TrainSettings, see
 
 
 def train_mlm(model: DcweModel, docs: EncodedDocs, tokenizer, settings: TrainSettings, seed: int,
-              device: str = "cpu", warmup: bool = False) -> dict:
-    """Train in place on `docs`; returns a log (losses per step, seconds, settings)."""
+              device: str = "cpu", warmup: bool = False, evaluate: Callable[[int], float] | None = None) -> dict:
+    """Train in place on `docs`; returns a log (losses per step, seconds, settings, per-epoch dev
+    values). evaluate(epoch) -> dev perplexity (lower is better) for per-epoch selection."""
     def batch_loss(picks, step):
         batch = masked_batch(docs, picks, tokenizer, settings.mlm_probability, seed, f"train{step}")
         return mlm_loss(model, batch, settings, device)
 
     return train_loop(model, len(docs), settings, seed, batch_loss, device, ("mlm.",) if warmup else (),
-                      ("loss", "mlm", "anchor", "walk"))
+                      ("loss", "mlm", "anchor", "walk"), evaluate, higher_is_better=False)
