@@ -143,7 +143,7 @@ def test_reading_the_authors_node_vectors(tmp_path, csv_corpus):
     """{name}_vectors_50.txt: gensim's word2vec text format, in any order, maybe with other nodes."""
     import numpy as np
 
-    from tempoformer.dcwe.graph import read_vectors
+    from tempoformer.dcwe.data import read_vectors
 
     path = tmp_path / "toy_vectors_3.txt"
     path.write_text("4 3\nc 0.5 0.6 0.7\na 1 2 3\n\nzed 9 9 9\nb -1 -2 -3e-1\n")
@@ -169,3 +169,14 @@ def test_reading_the_authors_node_vectors(tmp_path, csv_corpus):
         assert str(path) in str(error.value) and problem in str(error.value), (text, str(error.value))
     path.write_text("2 1\n7 0.5\n12 1.5\n")                        # the authors' Ciao file: integer user ids
     assert read_vectors(path, [12, 7]).ravel().tolist() == [1.5, 0.5]
+
+
+def test_word_piece_counts_without_transformers_equal_the_tokenizer():
+    """Table 1's word pieces come from tokenizer.json through `tokenizers` (no torch in the data job)."""
+    from tempoformer.dcwe.cli import piece_counts
+    from tempoformer.semantic_change.model import load_tokenizer
+
+    texts = ["Hello World, naïve café!", "isolating " * 300, "", "the 2nd of may 🙂 co-operate"]
+    expected = [len(ids) for ids in load_tokenizer("minilm")(texts, add_special_tokens=True)["input_ids"]]
+    assert piece_counts(texts, "minilm") == expected
+    assert expected[1] == 2 * 300 + 2 and expected[2] == 2                       # no truncation at 128, [CLS] [SEP]

@@ -14,8 +14,8 @@ from torch.nn import functional as F
 from tempoformer.cli import main
 from tempoformer.dcwe.data import chitchat_rating_corpus, make_corpus, read_csv_corpus, read_release, save_corpus
 from tempoformer.dcwe.model import DcweModel, DcweSpec
-from tempoformer.dcwe.sentiment import (SentimentModel, classify, mcnemar, paired_predictions, predict, scores,
-                                        split_settings, train_sentiment)
+from tempoformer.dcwe.metrics import classify, mcnemar, paired_predictions, scores
+from tempoformer.dcwe.sentiment import SentimentModel, predict, split_settings, train_sentiment
 from tempoformer.dcwe.train import TrainSettings, encode_docs
 from tempoformer.errors import InputError
 from test_dcwe import GRAPH, TEXTS, make_model

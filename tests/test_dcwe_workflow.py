@@ -1,12 +1,14 @@
 """The DCWE stage through the real snakemake CLI: its rules run, a rerun plans nothing, the
 default config plans every DCWE rule, the CPU-scale config plans its grid."""
 
+from types import SimpleNamespace
+
 import pytest
 import yaml
 
 from conftest import REPO, planned_jobs, snakemake
 
-pytestmark = pytest.mark.slow  # runs the Snakemake DAG (about 20 s with a tiny backbone)
+pytestmark = pytest.mark.slow  # runs the Snakemake DAG (9 jobs with a tiny backbone) and three dry runs
 
 
 def tiny_backbone(folder):
@@ -25,6 +27,10 @@ def tiny_backbone(folder):
 
 
 def tiny_config(tmp_path):
+    """Two datasets on one small CSV corpus with labels: `toy` for MLM (DCWE; node2vec), `toy_rated`
+    for the sentiment task (DCWE; the units' vectors read from a word2vec text file): each DCWE rule
+    runs once, except dcwe_data (twice), in 9 jobs. CWE, SA and TA add jobs of the same two rules;
+    the tables' pairing of two models (Wilcoxon, McNemar) is tested in test_dcwe_tables."""
     words = "garden music summer lovely train river morning city coffee window".split()
     rows = ["doc_id,unit,time,text,label"]
     for i in range(36):
@@ -32,18 +38,22 @@ def tiny_config(tmp_path):
         rows.append(f"d{i},u{i % 4},{i % 3},{text},{i % 2}")
     (tmp_path / "docs.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "edges.csv").write_text("source,target\nu0,u1\nu1,u2\nu2,u3\n")
+    (tmp_path / "vectors.txt").write_text("4 50\n" + "".join(f"u{u} " + " ".join(f"{(u + k) % 7 / 7:.3f}" for k in range(50))
+                                                           + "\n" for u in range(4)))
+    corpus = {"format": "csv", "docs": str(tmp_path / "docs.csv"), "edges": str(tmp_path / "edges.csv")}
     return {
         "results": "results",
         "dcwe": {
             "backbone": tiny_backbone(tmp_path / "backbone"), "seeds": [0], "threads": 1, "device": "cpu",
-            "variants": ["cwe", "dcwe"], "max_length": 16,
+            "variants": ["dcwe"], "max_length": 16,
             "node2vec": {"dim": 50, "walks_per_node": 2, "walk_length": 5, "epochs": 1},
             "warmup": {"steps": 2, "batch_size": 4, "lr": 1e-3},
             "training": {"steps": 2, "batch_size": 4, "lr": 1e-3},
             "sentiment": {"post_pooling": "mean", "steps": 2, "batch_size": 4, "lr": 1e-3},
             "evaluation": {"batch_size": 16, "sigma_top": 3},
-            "datasets": {"toy": {"format": "csv", "docs": str(tmp_path / "docs.csv"),
-                                 "edges": str(tmp_path / "edges.csv"), "sentiment_variants": ["cwe", "dcwe"]}},
+            "datasets": {"toy": corpus,
+                         "toy_rated": {**corpus, "vectors": str(tmp_path / "vectors.txt"), "variants": [],
+                                       "sentiment_variants": ["dcwe"]}},
         },
     }
 
@@ -53,13 +63,15 @@ def test_the_stage_runs_and_a_rerun_does_nothing(tmp_path):
     configfile.write_text(yaml.safe_dump(tiny_config(tmp_path)))
     result = snakemake(tmp_path, configfile)
     assert result.returncode == 0, result.stderr[-4000:]
+    ran = planned_jobs(SimpleNamespace(stdout=result.stderr))  # a real run logs its job table on stderr
+    assert ran == {"dcwe_data": 2, "dcwe_node2vec": 1, "dcwe_vectors": 1, "dcwe_warmup": 1,
+                                    "dcwe_train": 1, "dcwe_sentiment": 1, "dcwe_tables": 1, "all": 1}
     tables = tmp_path / "results" / "tables"
-    for stem in ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change"):
+    for stem in ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid"):
         assert (tables / f"{stem}.md").is_file() and (tables / f"{stem}.csv").is_file()
-    table2 = (tables / "dcwe_table2.md").read_text()
-    assert "| toy | DCWE | ours" in table2 and "| toy | CWE | ours" in table2 and "p=" in table2
-    table5 = (tables / "dcwe_table5.md").read_text()
-    assert "| toy | DCWE | ours" in table5 and "| toy | CWE | ours" in table5 and "p=" in table5
+    assert "| toy | DCWE | ours" in (tables / "dcwe_table2.md").read_text()
+    assert "| toy_rated | DCWE | ours" in (tables / "dcwe_table5.md").read_text()
+    assert "| 6 (ours) | MLM (dev perplexity) | toy | DCWE |" in (tables / "dcwe_grid.md").read_text()
     again = snakemake(tmp_path, configfile, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 

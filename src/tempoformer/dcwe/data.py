@@ -19,7 +19,8 @@ label) plus the units, the edges between them and the time labels. Readers:
   label]; edges CSV with source, target).
 - `read_release`: the authors' layout (`{name}_{split}.csv` with user, time, year, month, day,
   text[, rating, label]; `{name}_edges.p`; `{name}_users.p`). Pickles run code when loaded:
-  read only files you trust (your own copy of the paper's data).
+  read only files you trust (your own copy of the paper's data). `read_vectors` reads their
+  `{name}_vectors_50.txt` node2vec vectors (word2vec text format) in the order of the units.
 - `semantic_change_corpus`: a SemEval-2020 Task 1 corpus (semantic_change.data.load_dataset) as
   a time-only corpus: one document per sentence, one social unit, no edges; its targets and
   graded truth are kept for the change scores.
@@ -478,6 +479,49 @@ def read_release(directory: str | os.PathLike, name: str, time_unit: str = "year
         pairs.append((index[str(edge[0])], index[str(edge[1])]))
     return make_corpus(name, records, users, pairs, periods, directed, None, directory / f"{name}_train.csv",
                        sources=[str(directory)])
+
+
+def read_vectors(path: str | os.PathLike, units: Sequence[str]) -> np.ndarray:
+    """The units' precomputed node vectors, such as the authors' `{name}_vectors_50.txt` (gensim's
+    word2vec text format: a header "count dimension", then one line per node: its name and its
+    values, separated by spaces): (len(units), dim) float32 rows in the order of `units` (names
+    compared as strings: the authors' Ciao file names users by integers). Nodes of the file that
+    are not units are ignored (counted in the log); a unit without a vector is an error."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "-", "no such file")
+    vectors: dict[str, np.ndarray] = {}
+    first_line: dict[str, int] = {}
+    with open(path, encoding="utf-8") as handle:
+        header = handle.readline().split()
+        if len(header) != 2 or not all(h.isdigit() for h in header):
+            raise InputError(path, "line 1", f"header {' '.join(header)!r} is not 'count dimension' "
+                             "(gensim's word2vec text format)")
+        count, dim = int(header[0]), int(header[1])
+        for number, line in enumerate(handle, 2):
+            fields = line.split()
+            if not fields:
+                continue  # the authors skip blank lines
+            name, values = fields[0], fields[1:]
+            if len(values) != dim:
+                raise InputError(path, f"line {number}", f"node {name!r} has {len(values)} values, the header says {dim}")
+            if name in first_line:
+                raise InputError(path, f"line {number}", f"node {name!r} again (first on line {first_line[name]})")
+            try:
+                vectors[name] = np.array([float(v) for v in values], dtype=np.float32)
+            except ValueError:
+                raise InputError(path, f"line {number}", f"node {name!r}: a value is not a number") from None
+            first_line[name] = number
+    if len(vectors) != count:
+        raise InputError(path, "line 1", f"header says {count} vectors, the file has {len(vectors)}")
+    missing = [u for u in units if str(u) not in vectors]
+    if missing:
+        raise InputError(path, f"unit {missing[0]!r}", f"no vector for this unit ({len(missing)} of {len(units)} "
+                         "units have none)")
+    unused = len(vectors) - len({str(u) for u in units})
+    if unused:
+        log.info("%s: %d vectors of nodes that are not units of the corpus left unused", path, unused)
+    return np.stack([vectors[str(u)] for u in units]) if units else np.zeros((0, dim), dtype=np.float32)
 
 
 # --------------------------------------------------------------------------- SemEval (time only)

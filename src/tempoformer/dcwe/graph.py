@@ -8,25 +8,18 @@ to the power 0.75, as word2vec), trained in torch with SparseAdam; the paper's s
 (train_vectors.py:29-30: 50-d, 10 walks x 80, window 2, 10 epochs) are the defaults. A node
 without neighbours has walks of itself only and keeps its (seeded) initial vector.
 Everything random comes from `seed`: the same seed gives the same vectors.
-
-`read_vectors` reads precomputed vectors instead, such as the authors' `{name}_vectors_50.txt`
-(gensim's word2vec text format: a header "count dimension", then one line per node: its name and
-its values, separated by spaces), in the order of the corpus's units.
+Precomputed vectors (the authors' `{name}_vectors_50.txt`) are read by data.read_vectors.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
 import numpy as np
-import torch
-from torch.nn import functional as F
 
-from ..errors import InputError
 from .settings import settings_from_dict
 
 log = logging.getLogger(__name__)
@@ -149,6 +142,9 @@ def skipgram_pairs(walks: np.ndarray, window: int) -> np.ndarray:
 def node2vec(n_nodes: int, edges: Sequence[tuple[int, int]], settings: Node2VecSettings, seed: int,
              directed: bool = False) -> np.ndarray:
     """(n_nodes, dim) float32 embeddings (p = q = 1), deterministic for a seed."""
+    import torch  # here: the graph statistics (the data job) need no torch
+    from torch.nn import functional as F
+
     rng = np.random.default_rng(seed)
     generator = torch.Generator().manual_seed(seed)
     neighbours = adjacency(n_nodes, edges, directed)
@@ -187,45 +183,3 @@ def node2vec(n_nodes: int, edges: Sequence[tuple[int, int]], settings: Node2VecS
 def settings_dict(settings: Node2VecSettings) -> dict:
     return asdict(settings)
 
-
-def read_vectors(path: str | os.PathLike, units: Sequence[str]) -> np.ndarray:
-    """(len(units), dim) float32 rows of a word2vec text file, in the order of `units` (names
-    compared as strings: the authors' Ciao file names users by integers). Nodes of the file that
-    are not units are ignored (counted in the log); a unit without a vector is an error."""
-    from pathlib import Path
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "-", "no such file")
-    vectors: dict[str, np.ndarray] = {}
-    first_line: dict[str, int] = {}
-    with open(path, encoding="utf-8") as handle:
-        header = handle.readline().split()
-        if len(header) != 2 or not all(h.isdigit() for h in header):
-            raise InputError(path, "line 1", f"header {' '.join(header)!r} is not 'count dimension' "
-                             "(gensim's word2vec text format)")
-        count, dim = int(header[0]), int(header[1])
-        for number, line in enumerate(handle, 2):
-            fields = line.split()
-            if not fields:
-                continue  # the authors skip blank lines
-            name, values = fields[0], fields[1:]
-            if len(values) != dim:
-                raise InputError(path, f"line {number}", f"node {name!r} has {len(values)} values, the header says {dim}")
-            if name in first_line:
-                raise InputError(path, f"line {number}", f"node {name!r} again (first on line {first_line[name]})")
-            try:
-                vectors[name] = np.array([float(v) for v in values], dtype=np.float32)
-            except ValueError:
-                raise InputError(path, f"line {number}", f"node {name!r}: a value is not a number") from None
-            first_line[name] = number
-    if len(vectors) != count:
-        raise InputError(path, "line 1", f"header says {count} vectors, the file has {len(vectors)}")
-    missing = [u for u in units if str(u) not in vectors]
-    if missing:
-        raise InputError(path, f"unit {missing[0]!r}", f"no vector for this unit ({len(missing)} of {len(units)} "
-                         "units have none)")
-    unused = len(vectors) - len({str(u) for u in units})
-    if unused:
-        log.info("%s: %d vectors of nodes that are not units of the corpus left unused", path, unused)
-    return np.stack([vectors[str(u)] for u in units]) if units else np.zeros((0, dim), dtype=np.float32)

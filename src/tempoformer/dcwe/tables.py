@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from ..reporting.render import Table, write_table
-from .evaluate import wilcoxon
+from .metrics import mcnemar, paired_predictions, scores, wilcoxon
 
 PAPER_CSV = Path(__file__).with_name("paper_numbers.csv")
 PAPER_DATASETS = ("ArXiv", "Ciao", "Reddit", "YELP")
@@ -228,8 +228,6 @@ def _predictions(run: dict, split: str) -> pl.DataFrame:
 
 def _mcnemar_cell(a: list[dict], b: list[dict], split: str) -> str:
     """Exact McNemar per seed (a vs b on the same documents); b/c = documents only a / only b gets right."""
-    from .sentiment import mcnemar, paired_predictions
-
     b_by_seed = {r["seed"]: r for r in b}
     cells = []
     for run in a:
@@ -246,8 +244,6 @@ def _mcnemar_cell(a: list[dict], b: list[dict], split: str) -> str:
 def table5(runs: list[dict], datasets: Mapping[str, str | None], paper: pl.DataFrame,
            label: str) -> tuple[Table, pl.DataFrame]:
     """Sentiment macro-F1, DCWE (and any other variant) vs CWE, exact McNemar on the same documents."""
-    from .sentiment import scores
-
     grouped = _by(runs)
     header = ["Dataset", "Model", "Source", "Dev", "Test", "McNemar dev", "McNemar test"]
     rows, csv = [], []
