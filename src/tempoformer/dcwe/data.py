@@ -169,6 +169,18 @@ def _conversation_turns(path: Path, conv_id: str, conversation) -> list[list[dic
     return turns
 
 
+def _new_text(text: str, seen: set, min_words: int, counts: dict, what: str) -> bool:
+    """Keep a text with at least `min_words` words not seen before (the paper's filter); count the others."""
+    if len(text.split()) < min_words:
+        counts[f"{what} under {min_words} words"] += 1
+        return False
+    if text in seen:
+        counts[f"duplicate {what}"] += 1
+        return False
+    seen.add(text)
+    return True
+
+
 def chitchat_corpus(path: str | os.PathLike | None = None, cap: int | None = None,
                     largest_component: bool = False, min_words: int = 10, sample_seed: int = 0,
                     split_seed: int = 0, name: str = "chitchat") -> DcweCorpus:
@@ -189,13 +201,8 @@ def chitchat_corpus(path: str | os.PathLike | None = None, cap: int | None = Non
             if not turn:
                 continue
             text = " ".join(utt["text"] for utt in turn).lower()
-            if len(text.split()) < min_words:
-                skipped[f"turns under {min_words} words"] += 1
+            if not _new_text(text, seen, min_words, skipped, "turns"):
                 continue
-            if text in seen:
-                skipped["duplicate turns"] += 1
-                continue
-            seen.add(text)
             docs.append({"doc_id": f"{conv_id}:{t}", "text": text, "sender": turn[0]["sender"],
                          "month": turn[0]["timestamp"][:7]})
     senders = sorted({d["sender"] for d in docs})
@@ -284,13 +291,8 @@ def chitchat_rating_corpus(path: str | os.PathLike | None = None, rating: str = 
         for sender in sorted({u["sender"] for turn in turns for u in turn}):
             mine = [u for turn in turns for u in turn if u["sender"] == sender]
             text = " ".join(u["text"] for u in mine).lower()
-            if len(text.split()) < min_words:
-                counts[f"documents under {min_words} words"] += 1
+            if not _new_text(text, seen, min_words, counts, "documents"):
                 continue
-            if text in seen:
-                counts["duplicate documents"] += 1
-                continue
-            seen.add(text)
             docs.append({"doc_id": f"{conv_id}:{sender}", "conversation": conv_id, "start": start, "text": text,
                          "sender": sender, "month": mine[0]["timestamp"][:7], "label": label_of[conv_id]})
     if not docs:

@@ -67,18 +67,25 @@ class GATLayer(nn.Module):
         return out.mean(1) + self.bias
 
 
-class SocialGAT(nn.Module):
+class TwoLayers(nn.Module):
+    """Two layers, each followed by tanh and dropout; graph layers read (x, edge_index), others x."""
+
+    def __init__(self, layers: list[nn.Module], dropout: float, graph: bool = True):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.dropout, self.graph = dropout, graph
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = F.dropout(torch.tanh(layer(x, edge_index) if self.graph else layer(x)), self.dropout, self.training)
+        return x
+
+
+class SocialGAT(TwoLayers):
     """Two GAT layers, each followed by tanh and dropout (eq. 8: s_ij = GAT_j(s~_i, G))."""
 
     def __init__(self, dim: int = 50, heads: int = 4, attn_dropout: float = 0.6, dropout: float = 0.2):
-        super().__init__()
-        self.layers = nn.ModuleList(GATLayer(dim, dim, heads, attn_dropout) for _ in range(2))
-        self.dropout = dropout
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = F.dropout(torch.tanh(layer(x, edge_index)), self.dropout, self.training)
-        return x
+        super().__init__([GATLayer(dim, dim, heads, attn_dropout) for _ in range(2)], dropout)
 
 
 class GCNLayer(nn.Module):
@@ -99,32 +106,18 @@ class GCNLayer(nn.Module):
         return out + self.bias
 
 
-class SocialGCN(nn.Module):
+class SocialGCN(TwoLayers):
     """Two GCN layers, each followed by tanh and dropout (the authors' --gnn gcn)."""
 
     def __init__(self, dim: int = 50, dropout: float = 0.2):
-        super().__init__()
-        self.layers = nn.ModuleList(GCNLayer(dim, dim) for _ in range(2))
-        self.dropout = dropout
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = F.dropout(torch.tanh(layer(x, edge_index)), self.dropout, self.training)
-        return x
+        super().__init__([GCNLayer(dim, dim) for _ in range(2)], dropout)
 
 
-class SocialMLP(nn.Module):
+class SocialMLP(TwoLayers):
     """Two Linear layers, each followed by tanh and dropout, on each unit's vector (the authors' --gnn none)."""
 
     def __init__(self, dim: int = 50, dropout: float = 0.2):
-        super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(dim, dim) for _ in range(2))
-        self.dropout = dropout
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor | None = None) -> torch.Tensor:
-        for layer in self.layers:
-            x = F.dropout(torch.tanh(layer(x)), self.dropout, self.training)
-        return x
+        super().__init__([nn.Linear(dim, dim) for _ in range(2)], dropout, graph=False)
 
 
 GNNS = ("gat", "gcn", "none")

@@ -75,19 +75,21 @@ def _by(runs: list[dict]) -> dict[tuple[str, str], list[dict]]:
     return out
 
 
+def _per_seed(a: list[dict], b: list[dict], cell) -> str:
+    """cell(run of a, run of b with the same seed) for every seed both have, joined."""
+    b_by_seed = {r["seed"]: r for r in b}
+    return "; ".join(cell(run, b_by_seed[run["seed"]]) for run in a if run["seed"] in b_by_seed) or "–"
+
+
 def _p_cell(a: list[dict], b: list[dict], split: str) -> str:
     """Wilcoxon per seed (a vs b, paired on documents); 'lower' names the model with lower mean CE."""
-    b_by_seed = {r["seed"]: r for r in b}
-    cells = []
-    for run in a:
-        other = b_by_seed.get(run["seed"])
-        if other is None:
-            continue
+    def cell(run, other):
         test = wilcoxon(_losses(run, split), _losses(other, split))
         lower = NAMES[run["variant"]].split()[0] if (test["mean_diff"] or 0) < 0 else NAMES[other["variant"]].split()[0]
         mark = "*" if test["p"] is not None and test["p"] < ALPHA else ""
-        cells.append(f"p={test['p']:.3g}{mark} ({lower} lower)")
-    return "; ".join(cells) or "–"
+        return f"p={test['p']:.3g}{mark} ({lower} lower)"
+
+    return _per_seed(a, b, cell)
 
 
 def table1(corpora: list[dict], paper: pl.DataFrame) -> tuple[Table, pl.DataFrame]:
@@ -228,17 +230,12 @@ def _predictions(run: dict, split: str) -> pl.DataFrame:
 
 def _mcnemar_cell(a: list[dict], b: list[dict], split: str) -> str:
     """Exact McNemar per seed (a vs b on the same documents); b/c = documents only a / only b gets right."""
-    b_by_seed = {r["seed"]: r for r in b}
-    cells = []
-    for run in a:
-        other = b_by_seed.get(run["seed"])
-        if other is None:
-            continue
+    def cell(run, other):
         joined = paired_predictions(_predictions(run, split), _predictions(other, split))
         test = mcnemar(joined["label"], joined["pred"], joined["pred_b"])
-        mark = "*" if test["p"] < ALPHA else ""
-        cells.append(f"p={test['p']:.3g}{mark} ({test['b']} vs {test['c']})")
-    return "; ".join(cells) or "–"
+        return f"p={test['p']:.3g}{'*' if test['p'] < ALPHA else ''} ({test['b']} vs {test['c']})"
+
+    return _per_seed(a, b, cell)
 
 
 def table5(runs: list[dict], datasets: Mapping[str, str | None], paper: pl.DataFrame,
