@@ -9,7 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from tempoformer.dcwe.evaluate import change_scores, document_losses, perplexity, sigma_sim, wilcoxon
-from tempoformer.dcwe.gat import GATLayer, SocialGAT, with_self_loops
+from tempoformer.dcwe.gat import GATLayer, GCNLayer, SocialGAT, SocialGCN, SocialMLP, with_self_loops
 from tempoformer.dcwe.graph import Node2VecSettings, graph_stats, node2vec
 from tempoformer.dcwe.model import DcweModel, DcweSpec, load_model, save_model
 from tempoformer.dcwe.train import (EncodedDocs, TrainSettings, collate, encode_docs, prior_terms, train_mlm,
@@ -128,6 +128,49 @@ def test_gat_matches_a_dense_computation_on_four_nodes():
     assert sum(p.numel() for p in gat.parameters()) == 20_900    # the paper's count per time unit
 
 
+def test_gcn_matches_a_dense_computation_on_four_nodes():
+    torch.manual_seed(0)
+    layer = GCNLayer(3, 2)
+    with torch.no_grad():
+        layer.bias.copy_(torch.tensor([0.5, -1.0]))
+    x = torch.randn(4, 3)
+    edges = torch.tensor([[0, 1, 2, 3, 1], [1, 2, 0, 2, 1]])  # j -> i, with one self-loop already present
+    out = layer(x, with_self_loops(edges, 4))
+    a_hat = torch.eye(4)
+    a_hat[edges[1], edges[0]] = 1.0                               # a_hat[i, j]: j sends to i, plus I
+    degree = a_hat.sum(1)                                         # in-degree with the self-loop
+    assert degree.tolist() == [2.0, 2.0, 3.0, 1.0]                # 0 <- 2; 1 <- 0; 2 <- 1, 3; 3 <- none
+    norm = torch.diag(degree.rsqrt())
+    expected = norm @ a_hat @ norm @ x @ layer.lin.weight.T + layer.bias
+    torch.testing.assert_close(out, expected)
+    # node 3 receives only its self-loop: x_3 W / 1 + b
+    torch.testing.assert_close(out[3], x[3] @ layer.lin.weight.T + layer.bias)
+    gcn = SocialGCN(50).eval()
+    assert sum(p.numel() for p in gcn.parameters()) == 2 * (50 * 50 + 50)
+    x50, loops = torch.randn(4, 50), with_self_loops(edges, 4)
+    torch.testing.assert_close(gcn(x50, loops), torch.tanh(gcn.layers[1](torch.tanh(gcn.layers[0](x50, loops)), loops)))
+
+
+def test_gnn_options_of_the_social_component(tokenizer):
+    outputs = {}
+    for gnn in ("gat", "gcn", "none"):
+        docs = corpus_docs(tokenizer)[1]
+        ids = dynamic_token_ids(docs["text"], docs["time"], tokenizer.get_vocab())
+        spec = DcweSpec(mode="full", n_times=2, n_units=3, gnn=gnn, offset_init="pytorch")
+        edges = torch.tensor(GRAPH).T
+        model = DcweModel(tiny_bert(0), spec, ids, torch.randn(3, 50, generator=torch.Generator().manual_seed(1)),
+                          torch.cat([edges, edges.flip(0)], 1), seed=0).eval()
+        kind = {"gat": SocialGAT, "gcn": SocialGCN, "none": SocialMLP}[gnn]
+        assert len(model.gnn) == 2 and all(isinstance(g, kind) for g in model.gnn)
+        outputs[gnn] = model.social_vectors(1)
+    assert not torch.allclose(outputs["gat"], outputs["gcn"])
+    # none: each unit's vector alone, the graph plays no part
+    torch.testing.assert_close(model.social_vectors(1), model.gnn[1](model.social_input))
+    assert sum(p.numel() for p in model.gnn[0].parameters()) == 5_100
+    with pytest.raises(ValueError, match="gnn must be one of"):
+        DcweSpec(mode="full", n_times=2, gnn="gin")
+
+
 # --------------------------------------------------------------------------- offsets
 
 
@@ -227,3 +270,62 @@ def test_truncation_keeps_first_and_last_pieces():
     assert truncate(list(range(10)), 5) == [0, 1, 2, 8, 9]
     assert truncate([1, 2], 5) == [1, 2]
     assert isinstance(EncodedDocs([], [], np.array([]), np.array([]), []).ids, list)
+
+
+# --------------------------------------------------------------------------- grid search
+
+
+def test_per_epoch_selection_keeps_the_best_epoch(tokenizer):
+    docs, _ = corpus_docs(tokenizer)
+    by_epoch = TrainSettings(epochs=3, batch_size=4, lr=1e-3, dynamic_lr=1e-2)  # 6 documents: 2 steps an epoch
+    assert by_epoch.total_steps(len(docs)) == 6 and by_epoch.steps_per_epoch(7) == 2
+    model = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
+    snapshots, dev = {}, {1: 2.0, 2: 1.0, 3: 1.5}     # lower is better: epoch 2
+
+    def evaluate(epoch):
+        snapshots[epoch] = {k: v.clone() for k, v in model.state_dict().items()}
+        return dev[epoch]
+
+    log = train_mlm(model, docs, tokenizer, by_epoch, seed=2, evaluate=evaluate)
+    assert log["steps"] == 6 and [e["epoch"] for e in log["epochs"]] == [1, 2, 3] and log["best_epoch"] == 2
+    assert [e["dev"] for e in log["epochs"]] == [2.0, 1.0, 1.5]
+    assert all(torch.equal(v, snapshots[2][k]) for k, v in model.state_dict().items())      # epoch 2's weights back
+    assert not all(torch.equal(v, snapshots[3][k]) for k, v in model.state_dict().items())
+    # evaluating draws nothing: the same steps as a run of 6 steps without it
+    plain = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
+    again = train_mlm(plain, docs, tokenizer, TrainSettings(steps=6, batch_size=4, lr=1e-3, dynamic_lr=1e-2), seed=2)
+    assert again["loss"] == log["loss"] and again["best_epoch"] is None and again["epochs"] == []
+    assert all(torch.equal(v, snapshots[3][k]) for k, v in plain.state_dict().items())
+
+
+def grid_run(variant, lr, lambda_a, devs, seconds=60.0, seed=0, dataset="toy", key="perplexity"):
+    return {"dataset": dataset, "variant": variant, "seed": seed, "lr": lr, "lambda_a": lambda_a,
+            "epochs": [{"epoch": i + 1, "dev": d} for i, d in enumerate(devs)],
+            "best_epoch": 1 + (int(np.argmax(devs)) if key == "macro_f1" else int(np.argmin(devs))),
+            "dev": {key: max(devs) if key == "macro_f1" else min(devs)}, "train_steps": 10, "seconds": seconds}
+
+
+def test_grid_statistics_and_the_selected_point():
+    from tempoformer.dcwe.tables import grid_table, paper_numbers, select_runs
+
+    runs = [grid_run("dcwe", 1e-5, 0.01, [9.0, 8.0]), grid_run("dcwe", 1e-5, 0.1, [8.5, 7.5]),
+            grid_run("dcwe", 3e-5, 0.01, [7.0, 7.2]), grid_run("dcwe", 3e-5, 0.1, [8.0, 8.1]),
+            grid_run("cwe", 1e-5, 0.1, [9.5, 9.0], 30.0), grid_run("cwe", 3e-5, 0.1, [8.8, 9.9], 30.0)]
+    chosen = {r["variant"]: r for r in select_runs(runs, "mlm")}
+    assert (chosen["dcwe"]["lr"], chosen["dcwe"]["lambda_a"]) == (3e-5, 0.01)   # dev 7.0 at epoch 1
+    assert chosen["cwe"]["lr"] == 3e-5
+    sentiment = [grid_run("dcwe", 1e-5, 0.1, [0.6, 0.7], key="macro_f1"),
+                 grid_run("dcwe", 3e-5, 0.1, [0.65, 0.5], key="macro_f1")]
+    assert select_runs(sentiment, "sentiment")[0]["lr"] == 1e-5                    # higher F1 is better
+    table, csv = grid_table(runs, sentiment, paper_numbers(), "tiny")
+    ours = {(r["task"], r["model"]): r for r in csv.filter(pl.col("source").str.starts_with("ours")).to_dicts()}
+    dcwe = ours[("MLM (dev perplexity)", "DCWE")]
+    values = [9.0, 8.0, 8.5, 7.5, 7.0, 7.2, 8.0, 8.1]
+    assert dcwe["trials"] == "8" and dcwe["mu"] == f"{np.mean(values):.2f}" and dcwe["sigma"] == f"{np.std(values):.2f}"
+    assert (dcwe["n_e"], dcwe["lr"], dcwe["lambda_a"], dcwe["tau"]) == ("1", "3e-05", "0.01", "4.0")
+    cwe = ours[("MLM (dev perplexity)", "CWE")]
+    assert (cwe["trials"], cwe["n_e"], cwe["lr"], cwe["lambda_a"], cwe["tau"]) == ("4", "1", "3e-05", "–", "1.0")
+    assert ours[("sentiment (dev F1)", "DCWE")]["mu"] == f"{np.mean([0.6, 0.7, 0.65, 0.5]):.3f}"
+    paper = csv.filter((pl.col("table") == "6") & (pl.col("dataset") == "Ciao") & (pl.col("model") == "DCWE")).row(
+        0, named=True)
+    assert (paper["trials"], paper["mu"], paper["tau"]) == ("28", "6.794", "11831")

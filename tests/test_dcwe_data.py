@@ -137,3 +137,46 @@ def test_data_command_writes_the_corpus_and_table1_stats(tmp_path, csv_corpus):
     assert stats["mean_degree"] == pytest.approx(4 / 3) and stats["mean_shortest_path"] == pytest.approx(8 / 6)
     assert stats["times"] == 3 and stats["documents_per_time"] == [2, 2, 2]
     assert stats["mean_words"] == pytest.approx(sum(len(d[2].split()) for d in DOCS) / 6)
+
+
+def test_reading_the_authors_node_vectors(tmp_path, csv_corpus):
+    """{name}_vectors_50.txt: gensim's word2vec text format, in any order, maybe with other nodes."""
+    import numpy as np
+
+    from tempoformer.dcwe.data import read_vectors
+
+    path = tmp_path / "toy_vectors_3.txt"
+    path.write_text("4 3\nc 0.5 0.6 0.7\na 1 2 3\n\nzed 9 9 9\nb -1 -2 -3e-1\n")
+    vectors = read_vectors(path, ["a", "b", "c"])
+    np.testing.assert_array_equal(vectors, np.array([[1, 2, 3], [-1, -2, -0.3], [0.5, 0.6, 0.7]], dtype=np.float32))
+    assert vectors.dtype == np.float32
+    out = tmp_path / "corpus"
+    spec = json.dumps({"format": "csv", "docs": str(csv_corpus[0]), "edges": str(csv_corpus[1])})
+    assert main(["dcwe-data", "--data", spec, "--name", "toy", "--out-dir", str(out)]) == 0
+    assert main(["dcwe-vectors", "--corpus", str(out), "--vectors-file", str(path), "--output",
+                 str(tmp_path / "v.npy")]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), vectors)   # units a, b, c in corpus order
+    bad = {"2 3\na 1 2 3\n": "header says 2 vectors, the file has 1",
+           "1 3\na 1 2\n": "line 2: node 'a' has 2 values, the header says 3",
+           "2 3\na 1 2 3\na 4 5 6\n": "line 3: node 'a' again",
+           "1 3\na 1 x 3\n": "line 2: node 'a': a value is not a number",
+           "a 1 2 3\n": "line 1: header 'a 1 2 3' is not 'count dimension'",
+           "2 3\na 1 2 3\nc 1 2 3\n": "unit 'b': no vector for this unit (1 of 3 units have none)"}
+    for text, problem in bad.items():
+        path.write_text(text)
+        with pytest.raises(InputError) as error:
+            read_vectors(path, ["a", "b", "c"])
+        assert str(path) in str(error.value) and problem in str(error.value), (text, str(error.value))
+    path.write_text("2 1\n7 0.5\n12 1.5\n")                        # the authors' Ciao file: integer user ids
+    assert read_vectors(path, [12, 7]).ravel().tolist() == [1.5, 0.5]
+
+
+def test_word_piece_counts_without_transformers_equal_the_tokenizer():
+    """Table 1's word pieces come from tokenizer.json through `tokenizers` (no torch in the data job)."""
+    from tempoformer.dcwe.cli import piece_counts
+    from tempoformer.semantic_change.model import load_tokenizer
+
+    texts = ["Hello World, naïve café!", "isolating " * 300, "", "the 2nd of may 🙂 co-operate"]
+    expected = [len(ids) for ids in load_tokenizer("minilm")(texts, add_special_tokens=True)["input_ids"]]
+    assert piece_counts(texts, "minilm") == expected
+    assert expected[1] == 2 * 300 + 2 and expected[2] == 2                       # no truncation at 128, [CLS] [SEP]

@@ -1,25 +1,36 @@
 # Dynamic contextualized word embeddings (Hofmann et al. 2021): corpus + Table 1 statistics →
-# node2vec (once per graph) → shared CWE warm-up per (dataset, seed) → one training + evaluation
-# per (dataset, variant, seed) → Tables 1-4 and the change-score table.
+# node2vec (once per graph) → shared CWE warm-up per (dataset, seed) → one MLM training +
+# evaluation per (dataset, variant, seed); one sentiment classifier per (dataset, sentiment
+# variant, seed) from the backbone directly; each of these once per grid point (lr, lambda_a),
+# evaluated on dev after every epoch → Tables 1-5, the change-score table (best dev point) and
+# the grid statistics (Tables 6-8).
 # Config: config["dcwe"] (keys described in config/config.yaml and the schema).
 # Needs common.smk (RESULTS, TABLES, code()); a dataset that reads a semantic_change dataset
 # needs semantic_change_common.smk (included by the Snakefile before this file). Target: rule dcwe_all.
 from types import SimpleNamespace
 
 from tempoformer.dcwe.model import VARIANTS as DC_VARIANT_MODES
+from tempoformer.dcwe.train import TrainSettings as DcTrainSettings
 
 DC = config.get("dcwe", {})
 DC_RESULTS = f"{RESULTS}/dcwe"
 DC_DATASETS = DC.get("datasets", {})
 DC_SEEDS = DC.get("seeds", [0])
 DC_THREADS = DC.get("threads", config.get("threads", 1))
-DC_SECTIONS = ("model", "node2vec", "warmup", "training", "evaluation")
+DC_SECTIONS = ("model", "node2vec", "warmup", "training", "sentiment", "evaluation")
 # Keys of a dataset entry that are not part of the reader's spec.
-DC_DATASET_EXTRA = ("paper_column", "variants", "semantic_change_dataset", "max_length", *DC_SECTIONS)
+DC_DATASET_EXTRA = ("paper_column", "variants", "sentiment_variants", "semantic_change_dataset", "max_length",
+                    "vectors", "grid", *DC_SECTIONS)
 
 
 def dc_variants(name):
+    """MLM variants of a dataset (Tables 2-4)."""
     return DC_DATASETS[name].get("variants", DC.get("variants", []))
+
+
+def dc_sentiment_variants(name):
+    """Sentiment variants of a dataset (Table 5); a dataset with labels names them."""
+    return DC_DATASETS[name].get("sentiment_variants", [])
 
 
 for _name, _spec in DC_DATASETS.items():
@@ -27,7 +38,7 @@ for _name, _spec in DC_DATASETS.items():
     if _ref is not None and _ref not in config.get("semantic_change", {}).get("datasets", {}):
         raise ValueError(f"dcwe.datasets.{_name}.semantic_change_dataset: {_ref!r} is not a semantic_change dataset")
     if (_ref is not None or _spec.get("format") == "semantic_change") and any(
-            DC_VARIANT_MODES[v] in ("full", "social_only") for v in dc_variants(_name)):
+            DC_VARIANT_MODES[v] in ("full", "social_only") for v in dc_variants(_name) + dc_sentiment_variants(_name)):
         raise ValueError(f"dcwe.datasets.{_name}: a semantic_change corpus has no social units; "
                          "variants dcwe and ta need them (use cwe, sa)")
 
@@ -35,6 +46,23 @@ for _name, _spec in DC_DATASETS.items():
 wildcard_constraints:
     dc_dataset="|".join(DC_DATASETS) or "(?!)",
     dc_variant="|".join(DC_VARIANT_MODES),
+    dc_point=r"lr[^/]+",
+
+
+def dc_points(name, variant, section):
+    """{point: (lr, lambda_a)} of one (dataset, variant); section: training (MLM) or sentiment.
+
+    A point is a (lr, lambda_a) pair of the grid (`grid` of the dataset, else of the dcwe section)
+    when the grid names the variant (grid.variants for MLM, grid.sentiment_variants for the
+    sentiment task), else the one pair of the section's settings. CWE has no lambda_a."""
+    grid = DC_DATASETS[name].get("grid", DC.get("grid")) or {}
+    base = {**DC.get(section, {}), **DC_DATASETS[name].get(section, {})}
+    searched = variant in grid.get("variants" if section == "training" else "sentiment_variants", [])
+    fields = DcTrainSettings.__dataclass_fields__
+    lrs = grid.get("lr") if searched and grid.get("lr") else [base.get("lr", fields["lr"].default)]
+    lambdas = grid.get("lambda_a") if searched and grid.get("lambda_a") and variant != "cwe" \
+        else [base.get("lambda_a", fields["lambda_a"].default)]
+    return {f"lr{lr:g}" + ("" if variant == "cwe" else f"_la{la:g}"): (lr, la) for lr in lrs for la in lambdas}
 
 
 def dc_data_dir(name):
@@ -56,7 +84,7 @@ def dc_external_files(name):
         return [spec["docs"]] + ([spec["edges"]] if spec.get("edges") else [])
     if spec["format"] == "release":
         return [spec["path"]]
-    if spec["format"] == "chitchat" and spec.get("path"):
+    if spec["format"] in ("chitchat", "chitchat_rating") and spec.get("path"):
         return [spec["path"]]
     if spec["format"] == "semantic_change":  # a load_dataset spec: its release and corpus folders
         data = spec["data"]
@@ -80,33 +108,67 @@ def dc_data_digest(w):
     return content_digest(dc_external_files(w.dc_dataset))
 
 
-def dc_settings(name, *sections):
-    """Settings JSON: the global sections, each updated by the dataset's own."""
+def dc_settings(name, *sections, point=None):
+    """Settings JSON: the global sections, each updated by the dataset's own; `point` (section,
+    variant, point name) sets that section's lr and lambda_a to the grid point's."""
     spec = DC_DATASETS[name]
-    return json.dumps({"backbone": DC.get("backbone", "minilm"),
-                       "max_length": spec.get("max_length", DC.get("max_length", 128)),
-                       **{key: {**DC.get(key, {}), **spec.get(key, {})} for key in sections}})
+    settings = {"backbone": DC.get("backbone", "minilm"),
+                "max_length": spec.get("max_length", DC.get("max_length", 128)),
+                **{key: {**DC.get(key, {}), **spec.get(key, {})} for key in sections}}
+    if point is not None:
+        section, variant, point_name = point
+        lr, lambda_a = dc_points(name, variant, section)[point_name]
+        settings[section].update(lr=lr, lambda_a=lambda_a)
+    return json.dumps(settings)
 
 
 def dc_device():
     return f"--device {DC['device']}" if DC.get("device") else ""
 
 
-def dc_run_dir(name, variant, seed):
-    return f"{DC_RESULTS}/{name}/seed{seed}/{variant}"
+def dc_run_dir(name, variant, seed, point):
+    return f"{DC_RESULTS}/{name}/seed{seed}/{variant}/{point}"
 
 
 def dc_all_metrics():
-    return [f"{dc_run_dir(name, variant, seed)}/metrics.json"
-            for name in DC_DATASETS for variant in dc_variants(name) for seed in DC_SEEDS]
+    return [f"{dc_run_dir(name, variant, seed, point)}/metrics.json"
+            for name in DC_DATASETS for variant in dc_variants(name) for seed in DC_SEEDS
+            for point in dc_points(name, variant, "training")]
+
+
+def dc_sentiment_dir(name, variant, seed, point):
+    return f"{DC_RESULTS}/{name}/seed{seed}/sentiment/{variant}/{point}"
+
+
+def dc_all_sentiment_metrics():
+    return [f"{dc_sentiment_dir(name, variant, seed, point)}/metrics.json"
+            for name in DC_DATASETS for variant in dc_sentiment_variants(name) for seed in DC_SEEDS
+            for point in dc_points(name, variant, "sentiment")]
+
+
+def dc_vectors_path(name):
+    """The units' input vectors: node2vec computed here, or read from the dataset's `vectors` file."""
+    stem = "vectors" if DC_DATASETS[name].get("vectors") else "node2vec"
+    return f"{DC_RESULTS}/{name}/{stem}.npy"
+
+
+def dc_vector_inputs(w):
+    if DC_VARIANT_MODES[w.dc_variant] in ("full", "social_only"):
+        return {"vectors": dc_vectors_path(w.dc_dataset)}
+    return {}
 
 
 def dc_train_inputs(w):
-    inputs = {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
-              "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt"}
-    if DC_VARIANT_MODES[w.dc_variant] in ("full", "social_only"):
-        inputs["vectors"] = f"{DC_RESULTS}/{w.dc_dataset}/node2vec.npy"
-    return inputs
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
+            "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt", **dc_vector_inputs(w)}
+
+
+def dc_sentiment_inputs(w):
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", **dc_vector_inputs(w)}
+
+
+def dc_vectors_flag(w, input):
+    return f"--vectors {input.vectors}" if "vectors" in input.keys() else ""
 
 
 def dc_compared_sc_metrics():
@@ -118,7 +180,7 @@ def dc_compared_sc_metrics():
             for seed in sc.get("seeds", [0])]
 
 
-DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_change")
+DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid")
 
 
 rule dcwe_data:
@@ -166,6 +228,25 @@ rule dcwe_node2vec:
         " --seed {params.seed} --output {output} 2> {log}"
 
 
+rule dcwe_vectors:
+    conda:
+        CONDA_ENV
+    input:
+        corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+        vectors=lambda w: external(DC_DATASETS[w.dc_dataset]["vectors"]),
+    output:
+        f"{DC_RESULTS}/{{dc_dataset}}/vectors.npy",
+    params:
+        digest=lambda w: content_digest(DC_DATASETS[w.dc_dataset]["vectors"]),
+        corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
+        code=code("dcwe-vectors"),
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/vectors.log",
+    shell:
+        "exec tempoformer dcwe-vectors --corpus {params.corpus_dir} --vectors-file {input.vectors:q}"
+        " --output {output} 2> {log}"
+
+
 rule dcwe_warmup:
     conda:
         CONDA_ENV
@@ -195,24 +276,53 @@ rule dcwe_train:
     input:
         unpack(dc_train_inputs),
     output:
-        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/metrics.json",
-        losses=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/losses.parquet",
-        model=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/model.pt",
+        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/metrics.json",
+        losses=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/losses.parquet",
+        model=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/model.pt",
     params:
         kernels=KERNELS,
-        settings=lambda w: dc_settings(w.dc_dataset, "model", "training", "evaluation"),
+        settings=lambda w: dc_settings(w.dc_dataset, "model", "training", "evaluation",
+                                       point=("training", w.dc_variant, w.dc_point)),
         corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
-        vectors=lambda w, input: f"--vectors {input.vectors}" if "vectors" in input.keys() else "",
-        out_dir=lambda w: dc_run_dir(w.dc_dataset, w.dc_variant, w.seed),
+        vectors=dc_vectors_flag,
+        out_dir=lambda w: dc_run_dir(w.dc_dataset, w.dc_variant, w.seed, w.dc_point),
         device=dc_device(),
         code=code("dcwe-train"),
     threads: DC_THREADS
     log:
-        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}.log",
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}_{{dc_point}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}.tsv"
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}_{{dc_point}}.tsv"
     shell:
         "exec env {params.kernels} tempoformer dcwe-train --corpus {params.corpus_dir} --warmup {input.warmup}"
+        " --variant {wildcards.dc_variant} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed}"
+        " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
+
+
+rule dcwe_sentiment:
+    conda:
+        CONDA_ENV
+    input:
+        unpack(dc_sentiment_inputs),
+    output:
+        metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/sentiment/{{dc_variant}}/{{dc_point}}/metrics.json",
+        predictions=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/sentiment/{{dc_variant}}/{{dc_point}}/predictions.parquet",
+    params:
+        kernels=KERNELS,
+        settings=lambda w: dc_settings(w.dc_dataset, "model", "sentiment", "evaluation",
+                                       point=("sentiment", w.dc_variant, w.dc_point)),
+        corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
+        vectors=dc_vectors_flag,
+        out_dir=lambda w: dc_sentiment_dir(w.dc_dataset, w.dc_variant, w.seed, w.dc_point),
+        device=dc_device(),
+        code=code("dcwe-sentiment"),
+    threads: DC_THREADS
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}_{{dc_point}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}_{{dc_point}}.tsv"
+    shell:
+        "exec env {params.kernels} tempoformer dcwe-sentiment --corpus {params.corpus_dir}"
         " --variant {wildcards.dc_variant} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed}"
         " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
 
@@ -222,6 +332,7 @@ rule dcwe_tables:
         CONDA_ENV
     input:
         metrics=dc_all_metrics(),
+        sentiment=dc_all_sentiment_metrics(),
         corpora=[f"{dc_data_dir(name)}/corpus.json" for name in DC_DATASETS],
         sc_metrics=dc_compared_sc_metrics(),
     output:
@@ -230,6 +341,8 @@ rule dcwe_tables:
         datasets=json.dumps({name: spec.get("paper_column") for name, spec in DC_DATASETS.items()}),
         label=DC.get("backbone_label", "MiniLM-L6"),
         sc_metrics=lambda w, input: f"--sc-metrics {' '.join(input.sc_metrics)}" if input.sc_metrics else "",
+        sentiment=lambda w, input: f"--sentiment-metrics {' '.join(input.sentiment)}" if input.sentiment else "",
+        metrics=lambda w, input: f"--metrics {' '.join(input.metrics)}" if input.metrics else "",
         out_dir=TABLES,
         code=code("dcwe-tables"),
     log:
@@ -237,7 +350,7 @@ rule dcwe_tables:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/tables.tsv"
     shell:
-        "exec tempoformer dcwe-tables --metrics {input.metrics} --corpora {input.corpora}"
+        "exec tempoformer dcwe-tables {params.metrics} {params.sentiment} --corpora {input.corpora}"
         " --datasets {params.datasets:q} {params.sc_metrics} --backbone-label {params.label:q}"
         " --out-dir {params.out_dir} 2> {log}"
 

@@ -12,11 +12,15 @@ label) plus the units, the edges between them and the time labels. Readers:
   CPU scale: `largest_component` keeps the senders of the graph's largest connected component
   and `cap` keeps at most c documents per (sender, month), sampled with random.Random(seed) over
   the sorted (sender, month) keys.
-- `read_csv_corpus`: a generic layout (documents CSV with text, unit, time; edges CSV with
-  source, target).
+- `chitchat_rating_corpus`: the sentiment corpus of the spec's §5 (the paper's Table 5 analogue):
+  two-sender conversations rated "upbeat" >= 6 (positive) or <= 4 (negative), a document = one
+  sender's utterances in the conversation, labelled with the conversation's class.
+- `read_csv_corpus`: a generic layout (documents CSV with text, unit, time[, doc_id, split,
+  label]; edges CSV with source, target).
 - `read_release`: the authors' layout (`{name}_{split}.csv` with user, time, year, month, day,
   text[, rating, label]; `{name}_edges.p`; `{name}_users.p`). Pickles run code when loaded:
-  read only files you trust (your own copy of the paper's data).
+  read only files you trust (your own copy of the paper's data). `read_vectors` reads their
+  `{name}_vectors_50.txt` node2vec vectors (word2vec text format) in the order of the units.
 - `semantic_change_corpus`: a SemEval-2020 Task 1 corpus (semantic_change.data.load_dataset) as
   a time-only corpus: one document per sentence, one social unit, no edges; its targets and
   graded truth are kept for the change scores.
@@ -135,12 +139,9 @@ def split_by_time(times: Sequence[int], seed: int, ratios: Sequence[float] = (0.
 # --------------------------------------------------------------------------- chitchat
 
 
-def chitchat_corpus(path: str | os.PathLike | None = None, cap: int | None = None,
-                    largest_component: bool = False, min_words: int = 10, sample_seed: int = 0,
-                    split_seed: int = 0, name: str = "chitchat") -> DcweCorpus:
-    """The chitchat construction of ../shared/specs/dcwe.md §5 (see the module docstring)."""
+def _chitchat_json(path: str | os.PathLike | None) -> tuple[Path, dict]:
+    """(path, {conversation_id: conversation}) of a chitchat dataset.json (None: the package's)."""
     from ..data.ingest.chitchat import default_path
-    from .graph import connected_components
 
     path = Path(default_path() if path is None else path)
     try:
@@ -151,18 +152,46 @@ def chitchat_corpus(path: str | os.PathLike | None = None, cap: int | None = Non
         raise InputError(path, f"line {error.lineno}", f"not JSON: {error.msg}") from None
     if not isinstance(data, dict):
         raise InputError(path, "-", "expected a JSON object {conversation_id: conversation}")
+    return path, data
+
+
+def _conversation_turns(path: Path, conv_id: str, conversation) -> list[list[dict]]:
+    """A conversation's turns, each utterance checked for text, timestamp and sender."""
+    turns = conversation.get("messages") if isinstance(conversation, dict) else None
+    if not isinstance(turns, list):
+        raise InputError(path, f"conversation {conv_id}", "missing field 'messages'")
+    for t, turn in enumerate(turns):
+        for u, utt in enumerate(turn):
+            for key in ("text", "timestamp", "sender"):
+                if not isinstance(utt, dict) or not isinstance(utt.get(key), str):
+                    raise InputError(path, f"conversation {conv_id} turn {t} utterance {u}",
+                                     f"missing field {key!r}")
+    return turns
+
+
+def _new_text(text: str, seen: set, min_words: int, counts: dict, what: str) -> bool:
+    """Keep a text with at least `min_words` words not seen before (the paper's filter); count the others."""
+    if len(text.split()) < min_words:
+        counts[f"{what} under {min_words} words"] += 1
+        return False
+    if text in seen:
+        counts[f"duplicate {what}"] += 1
+        return False
+    seen.add(text)
+    return True
+
+
+def chitchat_corpus(path: str | os.PathLike | None = None, cap: int | None = None,
+                    largest_component: bool = False, min_words: int = 10, sample_seed: int = 0,
+                    split_seed: int = 0, name: str = "chitchat") -> DcweCorpus:
+    """The chitchat construction of ../shared/specs/dcwe.md §5 (see the module docstring)."""
+    from .graph import connected_components
+
+    path, data = _chitchat_json(path)
     docs, seen, pairs = [], set(), set()
     skipped = defaultdict(int)
     for conv_id in sorted(data):
-        turns = data[conv_id].get("messages") if isinstance(data[conv_id], dict) else None
-        if not isinstance(turns, list):
-            raise InputError(path, f"conversation {conv_id}", "missing field 'messages'")
-        for t, turn in enumerate(turns):
-            for u, utt in enumerate(turn):
-                for key in ("text", "timestamp", "sender"):
-                    if not isinstance(utt, dict) or not isinstance(utt.get(key), str):
-                        raise InputError(path, f"conversation {conv_id} turn {t} utterance {u}",
-                                         f"missing field {key!r}")
+        turns = _conversation_turns(path, conv_id, data[conv_id])
         senders = {utt["sender"] for turn in turns for utt in turn}
         if len(senders) != 2:
             skipped["conversations without exactly two senders"] += 1
@@ -172,13 +201,8 @@ def chitchat_corpus(path: str | os.PathLike | None = None, cap: int | None = Non
             if not turn:
                 continue
             text = " ".join(utt["text"] for utt in turn).lower()
-            if len(text.split()) < min_words:
-                skipped[f"turns under {min_words} words"] += 1
+            if not _new_text(text, seen, min_words, skipped, "turns"):
                 continue
-            if text in seen:
-                skipped["duplicate turns"] += 1
-                continue
-            seen.add(text)
             docs.append({"doc_id": f"{conv_id}:{t}", "text": text, "sender": turn[0]["sender"],
                          "month": turn[0]["timestamp"][:7]})
     senders = sorted({d["sender"] for d in docs})
@@ -213,7 +237,114 @@ def chitchat_corpus(path: str | os.PathLike | None = None, cap: int | None = Non
                        path=path, sources=[str(path)], notes={"skipped": dict(skipped)})
 
 
+def chitchat_rating_corpus(path: str | os.PathLike | None = None, rating: str = "upbeat", positive: int = 6,
+                           negative: int = 4, cap: int | None = None, min_words: int = 10, sample_seed: int = 0,
+                           split_seed: int = 0, name: str = "chitchat_rating") -> DcweCorpus:
+    """The chitchat rating split (../shared/specs/dcwe.md §5), a sentiment corpus like the paper's
+    Ciao and YELP (1-2 vs 4-5 stars, 3 dropped).
+
+    A conversation between exactly two senders with rating `rating` >= `positive` is positive
+    (label 1), <= `negative` negative (label 0); one in between or unrated is left out. A document
+    is one sender's utterances in the conversation, in order, joined with spaces and lowercased,
+    with at least `min_words` words, deduplicated on its text; it carries the conversation's
+    label. Social unit = sender; an undirected edge joins two senders who share any two-sender
+    conversation (rated or not); time = calendar month of the document's first utterance.
+    `cap`: at most `cap` conversations per label, sampled with random.Random(sample_seed) over
+    the sorted conversation ids. Split 70/10/20 by conversation (both documents of a
+    conversation in one split), stratified by (month of its first utterance, label), seeded.
+    """
+    path, data = _chitchat_json(path)
+    if not negative < positive:
+        raise ValueError(f"negative ({negative}) must be below positive ({positive})")
+    pairs, labelled = set(), {0: [], 1: []}
+    counts: dict[str, int] = defaultdict(int)
+    two_sender_words: list[int] = []
+    for conv_id in sorted(data):
+        turns = _conversation_turns(path, conv_id, data[conv_id])
+        senders = sorted({utt["sender"] for turn in turns for utt in turn})
+        if len(senders) != 2:
+            counts["conversations without exactly two senders"] += 1
+            continue
+        pairs.add(tuple(senders))
+        for sender in senders:  # the spec's 8,036 documents of 294 words on average
+            two_sender_words.append(sum(len(u["text"].split()) for turn in turns for u in turn if u["sender"] == sender))
+        ratings = data[conv_id].get("ratings")
+        value = ratings.get(rating) if isinstance(ratings, dict) else None
+        if value is None:
+            counts["unrated two-sender conversations"] += 1
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(path, f"conversation {conv_id}", f"rating {rating!r} is {value!r}, not a number")
+        if negative < value < positive:
+            counts[f"two-sender conversations rated between {negative} and {positive}"] += 1
+            continue
+        labelled[int(value >= positive)].append(conv_id)
+    counts["positive conversations"], counts["negative conversations"] = len(labelled[1]), len(labelled[0])
+    if cap is not None:
+        rng = random.Random(sample_seed)
+        labelled = {label: sorted(ids if len(ids) <= cap else rng.sample(ids, cap)) for label, ids in labelled.items()}
+    label_of = {conv_id: label for label, ids in labelled.items() for conv_id in ids}
+    docs, seen = [], set()
+    for conv_id in sorted(label_of):
+        turns = data[conv_id]["messages"]
+        start = min(u["timestamp"] for turn in turns for u in turn)[:7]
+        for sender in sorted({u["sender"] for turn in turns for u in turn}):
+            mine = [u for turn in turns for u in turn if u["sender"] == sender]
+            text = " ".join(u["text"] for u in mine).lower()
+            if not _new_text(text, seen, min_words, counts, "documents"):
+                continue
+            docs.append({"doc_id": f"{conv_id}:{sender}", "conversation": conv_id, "start": start, "text": text,
+                         "sender": sender, "month": mine[0]["timestamp"][:7], "label": label_of[conv_id]})
+    if not docs:
+        raise InputError(path, "-", f"no labelled document (rating {rating!r} >= {positive} or <= {negative})")
+    # split by conversation, stratified by (start month, label)
+    conversations = sorted({(d["conversation"], d["start"], d["label"]) for d in docs})
+    strata = sorted({(start, label) for _, start, label in conversations})
+    key = {s: i for i, s in enumerate(strata)}
+    split_of = dict(zip([c for c, _, _ in conversations],
+                        split_by_time([key[(start, label)] for _, start, label in conversations], split_seed)))
+    senders = sorted({d["sender"] for d in docs})
+    index = {s: i for i, s in enumerate(senders)}
+    edges = [(index[a], index[b]) for a, b in pairs if a in index and b in index]
+    months = sorted({d["month"] for d in docs})
+    month_index = {m: i for i, m in enumerate(months)}
+    records = [{"doc_id": d["doc_id"], "text": d["text"], "unit": index[d["sender"]], "time": month_index[d["month"]],
+                "split": split_of[d["conversation"]], "label": d["label"]} for d in docs]
+    for what, n in counts.items():
+        log.info("chitchat rating %s: %d %s", path, n, what)
+    notes = {"counts": dict(counts), "two_sender_documents": len(two_sender_words),
+             "two_sender_mean_words": float(np.mean(two_sender_words)) if two_sender_words else None,
+             "rating": rating, "positive": positive, "negative": negative}
+    return make_corpus(name, records, senders, edges, months, directed=False, split_seed=None, path=path,
+                       sources=[str(path)], notes=notes)
+
+
 # --------------------------------------------------------------------------- generic CSV
+
+
+def _label(value, path: Path, line: int) -> int | None:
+    """A sentiment label: 0 or 1 (also written 0.0/1.0); empty = none."""
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if number not in (0.0, 1.0):
+        raise InputError(path, f"line {line}", f"label {value!r} is not 0 or 1")
+    return int(number)
+
+
+def rating_label(rating, path: Path, line: int) -> int | None:
+    """The authors' sentiment label from a 1-5 star rating (preprocess_data.py): 1-2 -> 0, 4-5 -> 1;
+    3 -> None (the authors drop those reviews before writing their files)."""
+    try:
+        stars = float(rating)
+    except (TypeError, ValueError):
+        raise InputError(path, f"line {line}", f"rating {rating!r} is not a number") from None
+    if not 1 <= stars <= 5:
+        raise InputError(path, f"line {line}", f"rating {rating!r} is outside 1-5")
+    return 0 if stars <= 2 else 1 if stars >= 4 else None
 
 
 def _read_csv(path: Path, required: Sequence[str]) -> list[dict]:
@@ -282,10 +413,9 @@ def read_csv_corpus(docs: str | os.PathLike, edges: str | os.PathLike | None = N
         split = r.get("split") or None
         if split is not None and split not in SPLITS:
             raise InputError(docs_path, f"line {r['_line']}", f"split {split!r} is not one of {SPLITS}")
-        label = r.get("label") or None
         records.append({"doc_id": r.get("doc_id") or f"line{r['_line']}", "text": r["text"].lower(),
                         "unit": index[r["unit"]], "time": t, "split": split,
-                        "label": None if label is None else int(label)})
+                        "label": _label(r.get("label"), docs_path, r["_line"])})
     sources = [str(docs_path)] + ([str(edges)] if edges is not None else [])
     return make_corpus(name, records, units, pairs, periods, directed, split_seed, docs_path, sources=sources)
 
@@ -309,7 +439,9 @@ def read_release(directory: str | os.PathLike, name: str, time_unit: str = "year
 
     time_unit: 'year' (ArXiv, Ciao, YELP) or 'month' (Reddit; (year, month), so Jan 2020 follows
     Dec 2019: the authors' `month - 9` wraps, spec §3.2). Weighted edges (u, v, w) keep w >
-    edge_threshold (the authors' 0.01 for ArXiv and Reddit). `label` (sentiment) is kept.
+    edge_threshold (the authors' 0.01 for ArXiv and Reddit). The sentiment label is the `label`
+    column (0/1) where a row has one, else derived from `rating` as the authors do (1-2 -> 0,
+    4-5 -> 1; 3 has none).
     """
     directory = Path(directory)
     if time_unit not in ("year", "month"):
@@ -335,7 +467,8 @@ def read_release(directory: str | os.PathLike, name: str, time_unit: str = "year
     periods = ["-".join(f"{v:02d}" for v in k) for k in keys]
     records = [{"doc_id": f"{split}:{row['_line']}", "text": row["text"].lower(), "unit": index[str(row["user"])],
                 "time": where[key], "split": split,
-                "label": int(float(row["label"])) if row.get("label") not in (None, "") else None}
+                "label": _label(row["label"], path, row["_line"]) if row.get("label") not in (None, "")
+                else rating_label(row["rating"], path, row["_line"]) if row.get("rating") not in (None, "") else None}
                for path, split, row, key in rows]
     edges_path = directory / f"{name}_edges.p"
     pairs = []
@@ -348,6 +481,49 @@ def read_release(directory: str | os.PathLike, name: str, time_unit: str = "year
         pairs.append((index[str(edge[0])], index[str(edge[1])]))
     return make_corpus(name, records, users, pairs, periods, directed, None, directory / f"{name}_train.csv",
                        sources=[str(directory)])
+
+
+def read_vectors(path: str | os.PathLike, units: Sequence[str]) -> np.ndarray:
+    """The units' precomputed node vectors, such as the authors' `{name}_vectors_50.txt` (gensim's
+    word2vec text format: a header "count dimension", then one line per node: its name and its
+    values, separated by spaces): (len(units), dim) float32 rows in the order of `units` (names
+    compared as strings: the authors' Ciao file names users by integers). Nodes of the file that
+    are not units are ignored (counted in the log); a unit without a vector is an error."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "-", "no such file")
+    vectors: dict[str, np.ndarray] = {}
+    first_line: dict[str, int] = {}
+    with open(path, encoding="utf-8") as handle:
+        header = handle.readline().split()
+        if len(header) != 2 or not all(h.isdigit() for h in header):
+            raise InputError(path, "line 1", f"header {' '.join(header)!r} is not 'count dimension' "
+                             "(gensim's word2vec text format)")
+        count, dim = int(header[0]), int(header[1])
+        for number, line in enumerate(handle, 2):
+            fields = line.split()
+            if not fields:
+                continue  # the authors skip blank lines
+            name, values = fields[0], fields[1:]
+            if len(values) != dim:
+                raise InputError(path, f"line {number}", f"node {name!r} has {len(values)} values, the header says {dim}")
+            if name in first_line:
+                raise InputError(path, f"line {number}", f"node {name!r} again (first on line {first_line[name]})")
+            try:
+                vectors[name] = np.array([float(v) for v in values], dtype=np.float32)
+            except ValueError:
+                raise InputError(path, f"line {number}", f"node {name!r}: a value is not a number") from None
+            first_line[name] = number
+    if len(vectors) != count:
+        raise InputError(path, "line 1", f"header says {count} vectors, the file has {len(vectors)}")
+    missing = [u for u in units if str(u) not in vectors]
+    if missing:
+        raise InputError(path, f"unit {missing[0]!r}", f"no vector for this unit ({len(missing)} of {len(units)} "
+                         "units have none)")
+    unused = len(vectors) - len({str(u) for u in units})
+    if unused:
+        log.info("%s: %d vectors of nodes that are not units of the corpus left unused", path, unused)
+    return np.stack([vectors[str(u)] for u in units]) if units else np.zeros((0, dim), dtype=np.float32)
 
 
 # --------------------------------------------------------------------------- SemEval (time only)
@@ -374,6 +550,12 @@ def load_corpus(spec: dict, name: str) -> DcweCorpus:
     if fmt == "chitchat":
         return chitchat_corpus(spec.get("path"), spec.get("cap"), spec.get("largest_component", False),
                                spec.get("min_words", 10), spec.get("sample_seed", 0), split_seed, name)
+    if fmt == "chitchat_rating":
+        keys = ("path", "rating", "positive", "negative", "cap", "min_words", "sample_seed")
+        unknown = set(spec) - set(keys)
+        if unknown:
+            raise ValueError(f"dataset {name}: unknown chitchat_rating settings {sorted(unknown)}")
+        return chitchat_rating_corpus(**spec, split_seed=split_seed, name=name)
     if fmt == "csv":
         return read_csv_corpus(spec["docs"], spec.get("edges"), spec.get("periods"), spec.get("directed", False),
                                split_seed, name)
@@ -382,7 +564,8 @@ def load_corpus(spec: dict, name: str) -> DcweCorpus:
                             spec.get("directed", False), spec.get("edge_threshold", 0.01))
     if fmt == "semantic_change":
         return semantic_change_corpus(spec["data"], name, split_seed)
-    raise ValueError(f"dataset {name}: unknown format {fmt!r} (chitchat, csv, release, semantic_change)")
+    raise ValueError(f"dataset {name}: unknown format {fmt!r} (chitchat, chitchat_rating, csv, release, "
+                     "semantic_change)")
 
 
 # --------------------------------------------------------------------------- saving

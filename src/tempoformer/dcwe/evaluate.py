@@ -31,6 +31,7 @@ import polars as pl
 import torch
 from torch.nn import functional as F
 
+from .metrics import wilcoxon  # noqa: F401 (Table 2's test; torch-free for the tables job)
 from .model import DcweModel
 from .train import EncodedDocs, masked_batch
 
@@ -69,27 +70,6 @@ def perplexity(losses: pl.DataFrame, how: str = "token", batch_size: int = 4) ->
                  for i in range(0, len(total), batch_size)]
         return float(math.exp(np.mean(means)))
     raise ValueError(f"perplexity must be token or batch_mean, got {how!r}")
-
-
-def wilcoxon(a: pl.DataFrame, b: pl.DataFrame) -> dict:
-    """Wilcoxon signed-rank on paired per-document mean CE (a, b: document_losses on one split)."""
-    from scipy import stats
-
-    joined = a.join(b, on="doc_id", suffix="_b", how="inner")
-    if joined.height != a.height or joined.height != b.height:
-        raise ValueError(f"per-document losses do not pair: {a.height} and {b.height} documents, "
-                         f"{joined.height} in common")
-    x = (joined["loss_sum"] / joined["n_masked"]).to_numpy()
-    y = (joined["loss_sum_b"] / joined["n_masked_b"]).to_numpy()
-    diff = x - y
-    result = {"n": int(len(diff)), "mean_diff": float(diff.mean()) if len(diff) else None,
-              "statistic": None, "p": None}
-    if np.any(diff != 0):
-        test = stats.wilcoxon(x, y)
-        result.update(statistic=float(test.statistic), p=float(test.pvalue))
-    else:
-        result["p"] = 1.0
-    return result
 
 
 # --------------------------------------------------------------------------- dynamic embeddings

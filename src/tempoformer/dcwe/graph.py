@@ -8,6 +8,7 @@ to the power 0.75, as word2vec), trained in torch with SparseAdam; the paper's s
 (train_vectors.py:29-30: 50-d, 10 walks x 80, window 2, 10 epochs) are the defaults. A node
 without neighbours has walks of itself only and keeps its (seeded) initial vector.
 Everything random comes from `seed`: the same seed gives the same vectors.
+Precomputed vectors (the authors' `{name}_vectors_50.txt`) are read by data.read_vectors.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 import numpy as np
-import torch
-from torch.nn import functional as F
 
 from ..settings import settings_from_dict
 
@@ -143,6 +142,9 @@ def skipgram_pairs(walks: np.ndarray, window: int) -> np.ndarray:
 def node2vec(n_nodes: int, edges: Sequence[tuple[int, int]], settings: Node2VecSettings, seed: int,
              directed: bool = False) -> np.ndarray:
     """(n_nodes, dim) float32 embeddings (p = q = 1), deterministic for a seed."""
+    import torch  # here: the graph statistics (the data job) need no torch
+    from torch.nn import functional as F
+
     rng = np.random.default_rng(seed)
     generator = torch.Generator().manual_seed(seed)
     neighbours = adjacency(n_nodes, edges, directed)
@@ -180,3 +182,4 @@ def node2vec(n_nodes: int, edges: Sequence[tuple[int, int]], settings: Node2VecS
 
 def settings_dict(settings: Node2VecSettings) -> dict:
     return asdict(settings)
+

@@ -12,8 +12,9 @@ o = FFN_j(e~)), `social_only` (TA, the temporal ablation: one FFN and one GAT fo
 walk prior), `cwe` (no offsets: the baseline). FFN = Linear(D + d_s -> D) -> tanh -> dropout ->
 Linear(D -> D) (the authors' model.py:171-187). `offset_init`: `zero` zeroes the FFNs' last
 layer, so training starts at the warm-up model (our default); `pytorch` keeps PyTorch's default
-init (the authors': an offset of norm ~0.9 on MiniLM at step 0, spec §3.5). `gnn: none` feeds s~
-to the FFN directly (the authors' --gnn none).
+init (the authors': an offset of norm ~0.9 on MiniLM at step 0, spec §3.5). `gnn`: `gat` (the
+paper), `gcn` (the authors' --gnn gcn) or `none` (the authors' --gnn none: a two-layer MLP of s~
+per time unit, no graph); see gat.py.
 
 The MLM head is the project's MLMHead (semantic_change/model.py): identity dense at init, the
 decoder tied to the input embeddings.
@@ -30,7 +31,7 @@ from torch import nn
 
 from ..atomic import write_with
 from ..semantic_change.model import MLMHead
-from .gat import SocialGAT, with_self_loops
+from .gat import GNNS, social_network, with_self_loops
 
 MODES = ("cwe", "full", "time_only", "social_only")
 # config variant -> mode (the paper's names: DCWE, SA social ablation, TA temporal ablation)
@@ -44,7 +45,7 @@ class DcweSpec:
     n_times: int
     n_units: int = 1
     social_dim: int = 50
-    gnn: str = "gat"            # gat | none
+    gnn: str = "gat"            # gat | gcn | none
     heads: int = 4
     attn_dropout: float = 0.6
     dropout: float = 0.2
@@ -54,8 +55,8 @@ class DcweSpec:
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.gnn not in ("gat", "none"):
-            raise ValueError(f"gnn must be gat or none, got {self.gnn!r}")
+        if self.gnn not in GNNS:
+            raise ValueError(f"gnn must be one of {GNNS}, got {self.gnn!r}")
         if self.offset_init not in ("zero", "pytorch"):
             raise ValueError(f"offset_init must be zero or pytorch, got {self.offset_init!r}")
 
@@ -81,14 +82,16 @@ class OffsetFFN(nn.Module):
 
 class DcweModel(nn.Module):
     def __init__(self, bert: nn.Module, spec: DcweSpec, dynamic_ids: list[int],
-                 social: torch.Tensor | None = None, edge_index: torch.Tensor | None = None, seed: int = 0):
+                 social: torch.Tensor | None = None, edge_index: torch.Tensor | None = None, seed: int = 0,
+                 mlm_head: bool = True):
         super().__init__()
         config = bert.config
-        bert.pooler = None  # not used (MiniLM's was never trained): no parameter without a gradient
+        bert.pooler = None  # not used here (a classifier that reads it keeps its own reference)
         self.spec, self.config, self.bert = spec, config, bert
         self.word_embeddings = bert.embeddings.word_embeddings
         d_model = config.hidden_size
-        self.mlm = MLMHead(d_model, config.vocab_size, config.layer_norm_eps)
+        # the MLM task's head; the sentiment task has its own classifier (sentiment.py)
+        self.mlm = MLMHead(d_model, config.vocab_size, config.layer_norm_eps) if mlm_head else None
         dynamic = torch.zeros(config.vocab_size, dtype=torch.bool)
         dynamic[torch.as_tensor(dynamic_ids, dtype=torch.long)] = True
         self.register_buffer("dynamic", dynamic)
@@ -104,8 +107,8 @@ class DcweModel(nn.Module):
             torch.manual_seed(seed)
             self.ffn = nn.ModuleList(OffsetFFN(d_in, d_model, spec.dropout) for _ in range(spec.n_components))
             self.gnn = nn.ModuleList(
-                SocialGAT(spec.social_dim, spec.heads, spec.attn_dropout, spec.dropout)
-                for _ in range(spec.n_components if spec.social and spec.gnn == "gat" else 0))
+                social_network(spec.gnn, spec.social_dim, spec.heads, spec.attn_dropout, spec.dropout)
+                for _ in range(spec.n_components if spec.social else 0))
         if spec.offset_init == "zero":
             with torch.no_grad():
                 for ffn in self.ffn:
@@ -115,10 +118,8 @@ class DcweModel(nn.Module):
     # ------------------------------------------------------------------------- offsets
 
     def social_vectors(self, component: int) -> torch.Tensor:
-        """s_j for every unit (U, d_s): GAT_j over the fixed graph, or s~ itself (gnn none)."""
-        if self.spec.gnn == "gat":
-            return self.gnn[component](self.social_input, self.edge_index)
-        return self.social_input
+        """s_j for every unit (U, d_s): GAT_j or GCN_j over the fixed graph, or MLP_j of s~ (gnn none)."""
+        return self.gnn[component](self.social_input, self.edge_index)
 
     def component_offsets(self, emb: torch.Tensor, units: torch.Tensor, components: torch.Tensor,
                           cache: dict) -> torch.Tensor:
@@ -178,13 +179,14 @@ class DcweModel(nn.Module):
 # --------------------------------------------------------------------------- building
 
 
-def load_bert(backbone: str):
+def load_bert(backbone: str, pooler: bool = False):
+    """The pretrained backbone; `pooler`: with its pooler (the paper's pooled [CLS])."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import BertModel
 
     from ..data.embed import backbone_path
 
-    return BertModel.from_pretrained(backbone_path(backbone), local_files_only=True, add_pooling_layer=False)
+    return BertModel.from_pretrained(backbone_path(backbone), local_files_only=True, add_pooling_layer=pooler)
 
 
 def count_parameters(model: nn.Module, names: set[str] | None = None) -> int:

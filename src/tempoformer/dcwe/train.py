@@ -23,20 +23,20 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from dataclasses import asdict, dataclass
 from types import SimpleNamespace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import polars as pl
 import torch
 from torch.nn import functional as F
 
-from ..settings import settings_from_dict
-
 from ..semantic_change.pretrain import mask_batch
 from .model import DcweModel
+from ..settings import settings_from_dict
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,12 @@ PRIOR_NORMS = ("paper", "authors")
 @dataclass
 class TrainSettings:
     steps: int = 100
+    epochs: int | None = None         # instead of steps: passes over the training documents, each
+                                      # followed by a dev evaluation (the best epoch is kept)
     batch_size: int = 4
     lr: float = 3e-6                  # backbone and MLM head (the paper's best)
     dynamic_lr: float | None = None   # offset FFNs and GATs (None: lr, as the authors)
-    head_lr: float | None = None      # warm-up only: the new MLM head (None: lr)
+    head_lr: float | None = None      # a new head: the warm-up's MLM head, the sentiment classifier (None: lr)
     mlm_probability: float = 0.15
     lambda_a: float = 0.1             # anchor prior (the paper's best)
     lambda_w_ratio: float = 1000.0    # lambda_w = ratio * lambda_a
@@ -66,6 +68,13 @@ class TrainSettings:
     @property
     def lambda_w(self) -> float:
         return self.lambda_w_ratio * self.lambda_a
+
+    def steps_per_epoch(self, n_docs: int) -> int:
+        return max(1, math.ceil(n_docs / self.batch_size))
+
+    def total_steps(self, n_docs: int) -> int:
+        """`steps`, or `epochs` passes over n_docs documents."""
+        return self.steps if self.epochs is None else self.epochs * self.steps_per_epoch(n_docs)
 
     @classmethod
     def from_dict(cls, values: dict | None) -> "TrainSettings":
@@ -169,57 +178,106 @@ def prior_terms(offsets: torch.Tensor, walk: torch.Tensor | None, attention: tor
     return anchor, reduce(walk) if walk is not None else offsets.new_zeros(())
 
 
+def add_priors(task_loss: torch.Tensor, offsets: torch.Tensor | None, walk: torch.Tensor | None,
+               attention: torch.Tensor, settings: TrainSettings):
+    """(total, task loss, anchor, walk): the task loss plus lambda_a anchor + lambda_w walk."""
+    if offsets is None:
+        zero = task_loss.new_zeros(())
+        return task_loss, task_loss, zero, zero
+    anchor, walk_value = prior_terms(offsets, walk, attention, settings.prior_norm)
+    total = task_loss + settings.lambda_a * anchor + settings.lambda_w * walk_value
+    return total, task_loss, anchor, walk_value
+
+
+def walk_option(settings: TrainSettings) -> str | None:
+    """The walk difference is computed only where the priors count."""
+    return settings.walk_at_t0 if settings.lambda_a > 0 else None
+
+
 def mlm_loss(model: DcweModel, batch, settings: TrainSettings, device: str):
     """(total loss, MLM cross-entropy, anchor, walk) of one batch."""
     ids, attention, labels, times, units = (x.to(device) for x in batch)
-    walk_at_t0 = settings.walk_at_t0 if settings.lambda_a > 0 else None
-    hidden, offsets, walk = model(ids, attention, times, units, walk_at_t0)
+    hidden, offsets, walk = model(ids, attention, times, units, walk_option(settings))
     where = labels != -100
     ce = F.cross_entropy(model.mlm_logits(hidden[where]), labels[where])
-    if offsets is None:
-        zero = ce.new_zeros(())
-        return ce, ce, zero, zero
-    anchor, walk_value = prior_terms(offsets, walk, attention, settings.prior_norm)
-    total = ce + settings.lambda_a * anchor + settings.lambda_w * walk_value
-    return total, ce, anchor, walk_value
+    return add_priors(ce, offsets, walk, attention, settings)
 
 
-def train_mlm(model: DcweModel, docs: EncodedDocs, tokenizer, settings: TrainSettings, seed: int,
-              device: str = "cpu", warmup: bool = False) -> dict:
-    """Train in place on `docs`; returns a log (losses per step, seconds, settings)."""
+def train_loop(model: torch.nn.Module, n_docs: int, settings: TrainSettings, seed: int,
+               batch_loss: Callable[[np.ndarray, int], tuple], device: str = "cpu",
+               head_prefixes: Sequence[str] = (), names: Sequence[str] = ("loss", "task", "anchor", "walk"),
+               evaluate: Callable[[int], float] | None = None, higher_is_better: bool = False) -> dict:
+    """Adam over `settings.total_steps(n_docs)` batches of `batch_schedule(n_docs, ...)`;
+    batch_loss(picks, step) returns (total, *parts) for one batch. Parameter groups: the model's
+    dynamic parameters (`dynamic_parameter_names`) at dynamic_lr, those under `head_prefixes` at
+    head_lr, the rest at lr (a rate left null falls back to lr). Dropout draws come from `seed`
+    under a forked RNG.
+
+    Per-epoch selection (the paper's grid: every epoch is a trial): with `settings.epochs` and
+    `evaluate`, evaluate(epoch) -> dev metric runs after each epoch's last step; the weights of the
+    best epoch (strictly better than every earlier one) are put back at the end. Evaluation draws
+    nothing from the dropout RNG, so the training steps are those of a run without it."""
     started = time.perf_counter()
+    steps = settings.total_steps(n_docs)
+    per_epoch = settings.steps_per_epoch(n_docs) if settings.epochs is not None and evaluate else None
     dynamic = model.dynamic_parameter_names()
     groups: dict[float, list] = {}
     for name, param in model.named_parameters():
         lr = settings.lr
         if name in dynamic and settings.dynamic_lr is not None:
             lr = settings.dynamic_lr
-        if warmup and name.startswith("mlm.") and settings.head_lr is not None:
+        if name.startswith(tuple(head_prefixes)) and settings.head_lr is not None:
             lr = settings.head_lr
         groups.setdefault(lr, []).append(param)
     optimizer = torch.optim.Adam([{"params": ps, "lr": lr} for lr, ps in groups.items()])
-    log_rows = []
+    log_rows, epochs, best = [], [], None
     model.to(device).train()
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # dropout
-            for step, picks in enumerate(batch_schedule(len(docs), settings.batch_size, settings.steps, seed)):
-                batch = masked_batch(docs, picks, tokenizer, settings.mlm_probability, seed, f"train{step}")
-                total, ce, anchor, walk = mlm_loss(model, batch, settings, device)
+            for step, picks in enumerate(batch_schedule(n_docs, settings.batch_size, steps, seed)):
+                total, *parts = batch_loss(picks, step)
                 optimizer.zero_grad(set_to_none=True)
                 total.backward()
                 if settings.max_grad_norm:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
                 optimizer.step()
-                log_rows.append([float(x.detach()) for x in (total, ce, anchor, walk)])
-                if (step + 1) % max(1, settings.steps // 5) == 0:
-                    log.info("step %d/%d: loss %.4f (mlm %.4f, anchor %.3g, walk %.3g)", step + 1,
-                             settings.steps, *log_rows[-1])
+                log_rows.append([float(x.detach()) for x in (total, *parts)])
+                if (step + 1) % max(1, steps // 5) == 0:
+                    log.info("step %d/%d: %s", step + 1, steps,
+                             ", ".join(f"{n} {v:.4g}" for n, v in zip(names, log_rows[-1])))
+                if per_epoch and (step + 1) % per_epoch == 0:
+                    epoch = (step + 1) // per_epoch
+                    value = float(evaluate(epoch))
+                    model.train()
+                    epochs.append({"epoch": epoch, "step": step + 1, "dev": value,
+                                   "seconds": time.perf_counter() - started})
+                    improved = best is None or (value > best[1] if higher_is_better else value < best[1])
+                    log.info("epoch %d: dev %.6g%s", epoch, value, " (best so far)" if improved else "")
+                    if improved:
+                        best = (epoch, value, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
+        if best is not None and best[0] != epochs[-1]["epoch"]:
+            model.load_state_dict(best[2])
     finally:
         model.eval()
-    losses = np.array(log_rows).reshape(-1, 4)
-    return {"steps": settings.steps, "seconds": time.perf_counter() - started, "settings": asdict(settings),
-            "loss": losses[:, 0].tolist(), "mlm": losses[:, 1].tolist(), "anchor": losses[:, 2].tolist(),
-            "walk": losses[:, 3].tolist(),
-            "first10_mlm": float(losses[:10, 1].mean()) if len(losses) else None,
-            "last10_mlm": float(losses[-10:, 1].mean()) if len(losses) else None}
+    losses = np.array(log_rows).reshape(-1, len(names))
+    out = {"steps": steps, "seconds": time.perf_counter() - started, "settings": asdict(settings),
+           "epochs": epochs, "best_epoch": best[0] if best else None}
+    for i, name in enumerate(names):
+        out[name] = losses[:, i].tolist()
+    task = names[1]
+    out[f"first10_{task}"] = float(losses[:10, 1].mean()) if len(losses) else None
+    out[f"last10_{task}"] = float(losses[-10:, 1].mean()) if len(losses) else None
+    return out
+
+
+def train_mlm(model: DcweModel, docs: EncodedDocs, tokenizer, settings: TrainSettings, seed: int,
+              device: str = "cpu", warmup: bool = False, evaluate: Callable[[int], float] | None = None) -> dict:
+    """Train in place on `docs`; returns a log (losses per step, seconds, settings, per-epoch dev
+    values). evaluate(epoch) -> dev perplexity (lower is better) for per-epoch selection."""
+    def batch_loss(picks, step):
+        batch = masked_batch(docs, picks, tokenizer, settings.mlm_probability, seed, f"train{step}")
+        return mlm_loss(model, batch, settings, device)
+
+    return train_loop(model, len(docs), settings, seed, batch_loss, device, ("mlm.",) if warmup else (),
+                      ("loss", "mlm", "anchor", "walk"), evaluate, higher_is_better=False)
