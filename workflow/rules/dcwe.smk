@@ -242,6 +242,8 @@ rule dcwe_vectors:
         code=code("dcwe-vectors"),
     log:
         f"{RESULTS}/logs/dcwe/{{dc_dataset}}/vectors.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/vectors.tsv"
     shell:
         "exec tempoformer dcwe-vectors --corpus {params.corpus_dir} --vectors-file {input.vectors:q}"
         " --output {output} 2> {log}"

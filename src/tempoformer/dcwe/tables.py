@@ -12,7 +12,8 @@
   (the semantic-change stage's runs when the config has them) and the Rosin & Radinsky numbers.
 
 Our cells: mean ± sd over seeds where there are several; p-values per seed. The paper's
-numbers are data (paper_numbers.csv). Tables hold no wall times: a rerun writes the same bytes.
+numbers are data (paper_numbers.csv). Only dcwe_grid holds a wall time (τ, the runs' own
+record in their metrics.json), so a rerun of the tables writes the same bytes.
 """
 
 from __future__ import annotations
