@@ -9,8 +9,7 @@
 # needs semantic_change_common.smk (included by the Snakefile before this file). Target: rule dcwe_all.
 from types import SimpleNamespace
 
-from tempoformer.dcwe.model import VARIANTS as DC_VARIANT_MODES
-from tempoformer.dcwe.train import TrainSettings as DcTrainSettings
+from tempoformer.dcwe.options import VARIANTS as DC_VARIANT_MODES, TrainSettings as DcTrainSettings
 
 DC = config.get("dcwe", {})
 DC_RESULTS = f"{RESULTS}/dcwe"

@@ -32,11 +32,9 @@ from torch import nn
 from ..atomic import write_with
 from ..semantic_change.model import MLMHead
 from .gat import GNNS, social_network, with_self_loops
+from .options import VARIANTS, WALK_AT_T0  # noqa: F401  (VARIANTS: part of the model API)
 
 MODES = ("cwe", "full", "time_only", "social_only")
-# config variant -> mode (the paper's names: DCWE, SA social ablation, TA temporal ablation)
-VARIANTS = {"cwe": "cwe", "dcwe": "full", "sa": "time_only", "ta": "social_only"}
-WALK_AT_T0 = ("skip", "authors")
 
 
 @dataclass

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import time
 from dataclasses import asdict, dataclass
 from types import SimpleNamespace
@@ -36,50 +35,9 @@ from torch.nn import functional as F
 
 from ..semantic_change.pretrain import mask_batch
 from .model import DcweModel
-from ..settings import settings_from_dict
+from .options import PRIOR_NORMS, TrainSettings  # noqa: F401  (TrainSettings: the training API)
 
 log = logging.getLogger(__name__)
-
-PRIOR_NORMS = ("paper", "authors")
-
-
-@dataclass
-class TrainSettings:
-    steps: int = 100
-    epochs: int | None = None         # instead of steps: passes over the training documents, each
-                                      # followed by a dev evaluation (the best epoch is kept)
-    batch_size: int = 4
-    lr: float = 3e-6                  # backbone and MLM head (the paper's best)
-    dynamic_lr: float | None = None   # offset FFNs and GATs (None: lr, as the authors)
-    head_lr: float | None = None      # a new head: the warm-up's MLM head, the sentiment classifier (None: lr)
-    mlm_probability: float = 0.15
-    lambda_a: float = 0.1             # anchor prior (the paper's best)
-    lambda_w_ratio: float = 1000.0    # lambda_w = ratio * lambda_a
-    prior_norm: str = "paper"         # paper | authors
-    walk_at_t0: str = "skip"          # skip | authors
-    max_grad_norm: float | None = None
-
-    def __post_init__(self):
-        if self.prior_norm not in PRIOR_NORMS:
-            raise ValueError(f"prior_norm must be one of {PRIOR_NORMS}, got {self.prior_norm!r}")
-        if self.walk_at_t0 not in ("skip", "authors"):
-            raise ValueError(f"walk_at_t0 must be skip or authors, got {self.walk_at_t0!r}")
-
-    @property
-    def lambda_w(self) -> float:
-        return self.lambda_w_ratio * self.lambda_a
-
-    def steps_per_epoch(self, n_docs: int) -> int:
-        return max(1, math.ceil(n_docs / self.batch_size))
-
-    def total_steps(self, n_docs: int) -> int:
-        """`steps`, or `epochs` passes over n_docs documents."""
-        return self.steps if self.epochs is None else self.epochs * self.steps_per_epoch(n_docs)
-
-    @classmethod
-    def from_dict(cls, values: dict | None) -> "TrainSettings":
-        return settings_from_dict(cls, values, "training")
-
 
 # --------------------------------------------------------------------------- documents
 

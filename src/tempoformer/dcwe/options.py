@@ -1,0 +1,52 @@
+"""The DCWE variants and training settings, importable without torch: the workflow reads them
+when it parses its rules (workflow/rules/dcwe.smk), and every Snakemake start parses them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..settings import settings_from_dict
+
+# config variant -> mode (the paper's names: DCWE, SA social ablation, TA temporal ablation)
+VARIANTS = {"cwe": "cwe", "dcwe": "full", "sa": "time_only", "ta": "social_only"}
+WALK_AT_T0 = ("skip", "authors")
+PRIOR_NORMS = ("paper", "authors")
+
+
+@dataclass
+class TrainSettings:
+    steps: int = 100
+    epochs: int | None = None         # instead of steps: passes over the training documents, each
+                                      # followed by a dev evaluation (the best epoch is kept)
+    batch_size: int = 4
+    lr: float = 3e-6                  # backbone and MLM head (the paper's best)
+    dynamic_lr: float | None = None   # offset FFNs and GATs (None: lr, as the authors)
+    head_lr: float | None = None      # a new head: the warm-up's MLM head, the sentiment classifier (None: lr)
+    mlm_probability: float = 0.15
+    lambda_a: float = 0.1             # anchor prior (the paper's best)
+    lambda_w_ratio: float = 1000.0    # lambda_w = ratio * lambda_a
+    prior_norm: str = "paper"         # paper | authors
+    walk_at_t0: str = "skip"          # skip | authors
+    max_grad_norm: float | None = None
+
+    def __post_init__(self):
+        if self.prior_norm not in PRIOR_NORMS:
+            raise ValueError(f"prior_norm must be one of {PRIOR_NORMS}, got {self.prior_norm!r}")
+        if self.walk_at_t0 not in WALK_AT_T0:
+            raise ValueError(f"walk_at_t0 must be skip or authors, got {self.walk_at_t0!r}")
+
+    @property
+    def lambda_w(self) -> float:
+        return self.lambda_w_ratio * self.lambda_a
+
+    def steps_per_epoch(self, n_docs: int) -> int:
+        return max(1, math.ceil(n_docs / self.batch_size))
+
+    def total_steps(self, n_docs: int) -> int:
+        """`steps`, or `epochs` passes over n_docs documents."""
+        return self.steps if self.epochs is None else self.epochs * self.steps_per_epoch(n_docs)
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> "TrainSettings":
+        return settings_from_dict(cls, values, "training")
