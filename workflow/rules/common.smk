@@ -191,6 +191,33 @@ def recorded_fingerprint(run):
         return None
 
 
+def runs_due():
+    """The files that make `all` train every configured run that is missing or stale.
+
+    Snakemake does not remake a missing intermediate file whose consumer is up to date: with
+    the committed tables newer than every input, a run added to the config (a fold, a seed) or
+    made stale by a changed setting would never be planned through the aggregate rule alone.
+    So `all` names them: a missing run's metrics.json, a finished run's missing predictions,
+    a stale run's marker (train_inputs)."""
+    due = []
+    for metrics in all_runs():
+        run = os.path.dirname(metrics)
+        recorded = recorded_fingerprint(run)
+        if not os.path.exists(metrics):
+            due.append(metrics)
+        elif recorded is not None and recorded != run_fingerprint(*run_wildcards(run)):
+            due.append(f"{run}/.stale")
+        elif recorded is not None and not os.path.exists(f"{run}/predictions.parquet"):
+            due.append(f"{run}/predictions.parquet")
+    return due
+
+
+def run_wildcards(run):
+    """(dataset, model, window, fold, seed) of a run folder (run_dir's inverse)."""
+    dataset, _, model, window, fold, seed = os.path.relpath(run, RESULTS).split(os.sep)
+    return dataset, model, window[1:], fold[4:], seed[4:]
+
+
 # ingest stage
 def raw_input(wildcards):
     spec = DATASETS[wildcards.dataset]
