@@ -125,15 +125,20 @@ def model_seeds(model):
     return MODELS[model].get("seeds", config["seeds"])
 
 
-def all_runs():
+def configured_runs():
+    """(dataset, model, window, fold, seed) of every run the config asks for."""
     return [
-        f"{run_dir(dataset, model, window, fold, seed)}/metrics.json"
+        (dataset, model, window, fold, seed)
         for dataset in DATASETS
         for model in dataset_models(dataset)
         for window in MODELS[model]["windows"]
         for fold in model_folds(model)
         for seed in model_seeds(model)
     ]
+
+
+def all_runs():
+    return [f"{run_dir(*run)}/metrics.json" for run in configured_runs()]
 
 
 # Fingerprints: what a file was made from (code, settings, the raw corpus's content), chained
@@ -191,31 +196,35 @@ def recorded_fingerprint(run):
         return None
 
 
+def run_status(dataset, model, window, fold, seed):
+    """"current" (its recorded fingerprint is today's and its predictions exist), "stale" (made
+    from other code, settings or data, or its predictions lost) or "unfinished" (no recorded
+    fingerprint: not run, or made before fingerprints)."""
+    run = run_dir(dataset, model, window, fold, seed)
+    recorded = recorded_fingerprint(run)
+    if recorded is None:
+        return "unfinished"
+    if recorded == run_fingerprint(dataset, model, window, fold, seed) \
+            and os.path.exists(f"{run}/predictions.parquet"):
+        return "current"
+    return "stale"
+
+
 def runs_due():
     """The files that make `all` train every configured run that is missing or stale.
 
     Snakemake does not remake a missing intermediate file whose consumer is up to date: with
     the committed tables newer than every input, a run added to the config (a fold, a seed) or
     made stale by a changed setting would never be planned through the aggregate rule alone.
-    So `all` names them: a missing run's metrics.json, a finished run's missing predictions,
-    a stale run's marker (train_inputs)."""
+    So `all` names them: a missing run's metrics.json, a stale run's marker (train_inputs)."""
     due = []
-    for metrics in all_runs():
-        run = os.path.dirname(metrics)
-        recorded = recorded_fingerprint(run)
-        if not os.path.exists(metrics):
+    for run in configured_runs():
+        status, metrics = run_status(*run), f"{run_dir(*run)}/metrics.json"
+        if status == "stale":
+            due.append(f"{run_dir(*run)}/.stale")
+        elif not os.path.exists(metrics):
             due.append(metrics)
-        elif recorded is not None and recorded != run_fingerprint(*run_wildcards(run)):
-            due.append(f"{run}/.stale")
-        elif recorded is not None and not os.path.exists(f"{run}/predictions.parquet"):
-            due.append(f"{run}/predictions.parquet")
     return due
-
-
-def run_wildcards(run):
-    """(dataset, model, window, fold, seed) of a run folder (run_dir's inverse)."""
-    dataset, _, model, window, fold, seed = os.path.relpath(run, RESULTS).split(os.sep)
-    return dataset, model, window[1:], fold[4:], seed[4:]
 
 
 # ingest stage
@@ -242,16 +251,14 @@ def train_inputs(w):
         inputs["streams"] = f"{RESULTS}/{w.dataset}/streams_w{w.window}.parquet"
     if spec.needs_embeddings:
         inputs["embeddings"] = f"{RESULTS}/{w.dataset}/sbert.npy"
-    run = run_dir(w.dataset, w.model, w.window, w.fold, w.seed)
-    recorded = recorded_fingerprint(run)
-    if recorded == run_fingerprint(w.dataset, w.model, w.window, w.fold, w.seed) \
-            and os.path.exists(f"{run}/predictions.parquet"):
+    status = run_status(w.dataset, w.model, w.window, w.fold, w.seed)
+    if status == "current":
         # Up to date by content: the inputs' dates do not matter, nor whether they exist.
         return {name: ancient(path) for name, path in inputs.items() if os.path.exists(path)}
-    if recorded is not None:
+    if status == "stale":
         # Made from other code, settings or data: rerun, also where Snakemake's own record of
         # the run is missing (a fresh clone) and file dates would not tell.
-        inputs["stale"] = f"{run}/.stale"
+        inputs["stale"] = f"{run_dir(w.dataset, w.model, w.window, w.fold, w.seed)}/.stale"
     return inputs
 
 
