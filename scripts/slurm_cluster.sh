@@ -17,7 +17,9 @@
 # Settings, measured on Slurm 22.05 (DESIGN.md §5): auth/munge, proctrack/linuxproc, task/none,
 # select/cons_tres with CR_Core_Memory (memory is a consumable, so --mem is scheduled), node
 # CPUs/RealMemory from `slurmd -C` (this machine), no accounting (sacct has nothing: use
-# `squeue` for job states; MinJobAge=600 keeps finished jobs visible to squeue for 10 minutes),
+# `squeue` for job states; MinJobAge=86400 keeps finished jobs visible to squeue for a day:
+# with 600 s, a DAG that took over 10 min on a loaded machine lost its first jobs from squeue,
+# and 0, "never purge", reads as 2 s in 22.05),
 # and jobacct_gather/linux with OverMemoryKill polling every second, so a job that uses more
 # memory than it asked for is killed as on a real cluster (squeue: FAILED; its log: "exceeded
 # memory limit").
@@ -95,7 +97,7 @@ JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=task=1
 JobAcctGatherParams=OverMemoryKill
-MinJobAge=600
+MinJobAge=86400
 ReturnToService=2
 SlurmdTimeout=60
 InactiveLimit=0
