@@ -219,11 +219,11 @@ def runs_due():
     So `all` names them: a missing run's metrics.json, a stale run's marker (train_inputs)."""
     due = []
     for run in configured_runs():
-        status, metrics = run_status(*run), f"{run_dir(*run)}/metrics.json"
-        if status == "stale":
-            due.append(f"{run_dir(*run)}/.stale")
-        elif not os.path.exists(metrics):
-            due.append(metrics)
+        folder = run_dir(*run)
+        if run_status(*run) == "stale":
+            due.append(f"{folder}/.stale")
+        elif not os.path.exists(f"{folder}/metrics.json"):
+            due.append(f"{folder}/metrics.json")
     return due
 
 
