@@ -51,7 +51,8 @@ def test_aggregate_hand_computed(tmp_path):
     assert cell["macro (pooled)"][0] == pytest.approx((m0 + m1) / 2)
     assert cell["macro (pooled)"][1] == pytest.approx(abs(m0 - m1) / 2**0.5)
     table = (tmp_path / "tables" / "table2.md").read_text()
-    assert markdown_row(table, ["post", "Random"])[2:] == ["41.7 ± 50.0", "83.3 ± 19.2", "62.5 ± 28.5", "78.1 ± 2.7"]
+    assert markdown_row(table, ["post", "Random"])[2:] == ["41.7 ± 50.0", "83.3 ± 19.2", "62.5 ± 28.5", "78.1 ± 2.7", "4"]
+    assert markdown_row(table, ["stream", "BiLSTM"])[-1] == "0"  # runs behind the row: none
     assert "mean ± standard deviation over all (fold, seed) runs" in table
     csv = pl.read_csv(tmp_path / "tables" / "table2.csv")
     macro = csv.filter((pl.col("model") == "random") & (pl.col("label") == "macro")).row(0, named=True)
@@ -99,6 +100,7 @@ def test_paper_numbers_beside_ours_and_not_run_rows(tmp_path):
     assert markdown_row(table6, ["TempoFormer (BERT)"])[1:3] == ["60.0", "–"]
     table11 = (out / "table11.md").read_text()
     assert markdown_row(table11, ["5"])[1:3] == ["not run", "55.0"]
+    assert markdown_row(table11, ["5"])[8] == "0" and markdown_row(table11, ["20"])[8] == "1"  # lrs runs
     assert markdown_row(table11, ["20"])[1:3] == ["60.0", "62.0"]
     assert "lrs = the paper's LRS" in table2
 
@@ -148,6 +150,33 @@ def test_significance_on_the_runs_both_models_have(tmp_path):
     table = (tmp_path / "tables" / "table2.md").read_text()
     assert re.search(r"TempoFormer w5 vs FFN History w5 \(folds 0; seeds 0\), difference \+0\.0 points, "
                      r"p = 0\.500", table)
+
+
+def test_variants_tested_against_the_full_model(tmp_path):
+    # Full TempoFormer right on every post at w20 on folds 0-1 x seeds 0-1; -RoPE MHA right on half
+    # (a real drop); RoBERT only on fold 0 seed 0, where it is as good: compared there only.
+    gold = ["A", "B"] * 10
+    wrong = ["B", "A"] * 5 + ["A", "B"] * 5
+    perfect, half = {"A": 1, "B": 1, "macro": 1}, {"A": .5, "B": .5, "macro": .5}
+    paths = []
+    for fold in (0, 1):
+        for seed in (0, 1):
+            paths.append(write_run(tmp_path, fold, seed, gold, gold, perfect, dev=0.9, model="tempoformer", window=20))
+            paths.append(write_run(tmp_path, fold, seed, gold, wrong, half, dev=0.6,
+                                   model="tempoformer_no_rope", window=20))
+    paths.append(write_run(tmp_path, 0, 0, gold, gold, perfect, dev=0.9, model="robert", window=20))
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=200)
+    table3 = (tmp_path / "tables" / "table3.md").read_text()
+    assert re.search(r"toy: -RoPE MHA w20 \(folds 0, 1; seeds 0, 1\), TempoFormer \+50\.0 points, "
+                     r"p = 0\.000", table3)
+    assert markdown_row(table3, ["-RoPE MHA"])[-1] == "4" and markdown_row(table3, ["-Stream embed."])[-1] == "0"
+    table4 = (tmp_path / "tables" / "table4.md").read_text()
+    assert re.search(r"toy: RoBERT w20 \(folds 0; seeds 0\), TempoFormer \+0\.0 points, p = 0\.500", table4)
+    csv = pl.read_csv(tmp_path / "tables" / "table3.csv").filter(pl.col("p_value").is_not_null())
+    assert csv.select("model", "label", "compared_with", "difference", "p_value").rows() == [
+        ("tempoformer_no_rope", "macro (pooled)", "tempoformer", -50.0, 0.0)]
+    table6 = (tmp_path / "tables" / "table6.md").read_text()
+    assert "no TempoFormer variant of this table has runs" in table6
 
 
 def test_macro_f1_counts_weighted_posts():

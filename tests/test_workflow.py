@@ -17,10 +17,11 @@ def test_dag_writes_table2_with_every_model(finished_run):
     for model in ("Random", "FFN History", "TempoFormer"):
         row = next(line for line in table.splitlines() if f"| {model} |" in line)
         assert "not run" not in row
-        # 2 datasets × (2 classes, macro) over 3 folds; pooled over the one seed: no ±
+        # 2 datasets × (2 classes, macro) over 3 folds; pooled over the one seed: no ±; then the runs
         cells = [c.strip() for c in row.strip("|").split("|")[2:]]
-        assert [bool(re.fullmatch(r"\d+\.\d ± \d+\.\d", c)) for c in cells] == [True, True, True, False] * 2
-        assert all(re.fullmatch(r"\d+\.\d", c) for c in cells[3::4])
+        assert [bool(re.fullmatch(r"\d+\.\d ± \d+\.\d", c)) for c in cells] == [True, True, True, False, False] * 2
+        assert all(re.fullmatch(r"\d+\.\d", c) for c in cells[3::5])
+        assert cells[4::5] == ["3", "3"]  # the runs behind the row: 3 folds x 1 seed per dataset
     csv = pl.read_csv(workdir / "results/tables/table2.csv")
     assert set(csv["dataset"]) == {"chitchat", "lrs_synthetic"}
 

@@ -7,8 +7,11 @@ best mean dev macro-F1 (chosen on dev, never on test), as the paper reports the 
 Table 11 reports every window. A dataset whose config names a `paper_column` gets the paper's
 number in a column beside ours; rows the config did not run say "not run".
 
+Each dataset gets a "runs" column: how many (fold, seed) runs are behind the row's cells.
 Table 2's notes carry a paired bootstrap test (significance.py) of TempoFormer against the
-baseline with the best mean dev macro-F1, per dataset.
+baseline with the best mean dev macro-F1, per dataset; Tables 3, 4 and 6 carry one of each
+TempoFormer variant (an ablation, a recurrence model, another backbone) against the full model
+at the same window, on the runs both have: is the paper's drop real here?
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ TABLE_MODELS = {
     4: ["tempoformer", "robert", "rotempoformer"],
     6: ["bert", "roberta", "tempoformer", "tempoformer_roberta"],
 }
+# The TempoFormer variants that Tables 3, 4 and 6 test against the full model.
+VARIANTS = ["tempoformer_no_temporal_rope", "tempoformer_no_rope", "tempoformer_no_stream_embeddings",
+            "tempoformer_no_gate_norm", "robert", "rotempoformer", "tempoformer_roberta"]
 PAPER_ROW = {6: {"tempoformer": "TempoFormer (BERT)"}}  # where the paper names a row otherwise
 TITLES = {
     2: "Table 2: change detection, test F1 (%) per class and macro-averaged",
@@ -73,7 +79,8 @@ STATS_NOTE = (
     "Ours: test F1 (%), mean ± standard deviation over all (fold, seed) runs; "
     f"'{POOLED}' is macro-F1 over the folds' pooled test predictions, mean ± standard deviation "
     "over seeds. '(paper)': the number printed in the paper (mean over seeds 0, 1, 12, 123 and "
-    "5 folds). 'not run': the config has no run of that row."
+    "5 folds). 'not run': the config has no run of that row. '<dataset> runs': the number of "
+    "(fold, seed) runs behind the row's cells."
 )
 
 
@@ -220,6 +227,8 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
             if d.paper_column and label != POOLED:
                 columns.append((d, label, "paper"))
                 header.append(f"{d.name} {label} (paper)")
+        columns.append((d, "macro", "runs"))
+        header.append(f"{d.name} runs")
     md_rows, csv_rows = [], []
     for lead_cells, model, window, paper_row in rows:
         line = list(lead_cells)
@@ -230,6 +239,9 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
                 continue
             w = window if window is not None else best.get((d.name, model))
             r = cells.get((d.name, model, w, label))
+            if source == "runs":
+                line.append(str(0 if r is None else r["runs"]))
+                continue
             line.append(_cell(r))
             csv_rows.append({
                 "table": number, "row": lead_cells[-1], "model": model, "dataset": d.name,
@@ -296,6 +308,26 @@ def _shared_runs(runs: pl.DataFrame, dataset: str, a: tuple[str, int], b: tuple[
     return seeds, sorted(folds)
 
 
+def paired_test(runs: pl.DataFrame, dataset: Dataset, a: tuple[str, int], b: tuple[str, int],
+                resamples: int = 1000, seed: int = 0) -> dict | None:
+    """Paired bootstrap of (model, window) `a` against `b` on the folds' pooled test predictions of
+    the (fold, seed) runs both have; None when they share none. difference = a - b."""
+    seeds, folds = _shared_runs(runs, dataset.name, a, b)
+    if not seeds:
+        return None
+    ours = _seed_predictions(runs, dataset, *a, folds)
+    theirs = _seed_predictions(runs, dataset, *b, folds)
+    for s in seeds:
+        if not ours[s]["row"].equals(ours[seeds[0]]["row"]) or not theirs[s]["row"].equals(ours[seeds[0]]["row"]):
+            raise ValueError(f"{dataset.name}: {a[0]} and {b[0]} (seed {s}) predict different test "
+                             "posts; the paired test needs the same posts")
+    result = paired_bootstrap(ours[seeds[0]]["gold"].to_numpy(),
+                              np.stack([ours[s]["pred"].to_numpy() for s in seeds]),
+                              np.stack([theirs[s]["pred"].to_numpy() for s in seeds]),
+                              len(dataset.labels), resamples, seed)
+    return {"seeds_tested": seeds, "folds_tested": folds, **result}
+
+
 def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dataset],
                        resamples: int = 1000, seed: int = 0) -> list[dict]:
     """Per dataset: paired bootstrap of TempoFormer against the Table 2 baseline with the best
@@ -312,23 +344,30 @@ def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list
         if tempo.is_empty() or others.is_empty():
             continue
         baseline = others.row(0, named=True)
-        seeds, folds = _shared_runs(runs, d.name, ("tempoformer", tempo["window"][0]),
-                                    (baseline["model"], baseline["window"]))
-        if not seeds:
-            continue
-        ours = _seed_predictions(runs, d, "tempoformer", tempo["window"][0], folds)
-        theirs = _seed_predictions(runs, d, baseline["model"], baseline["window"], folds)
-        for s in seeds:
-            if not ours[s]["row"].equals(ours[seeds[0]]["row"]) or not theirs[s]["row"].equals(ours[seeds[0]]["row"]):
-                raise ValueError(f"{d.name}: tempoformer and {baseline['model']} (seed {s}) predict "
-                                 "different test posts; the paired test needs the same posts")
-        result = paired_bootstrap(ours[seeds[0]]["gold"].to_numpy(),
-                                  np.stack([ours[s]["pred"].to_numpy() for s in seeds]),
-                                  np.stack([theirs[s]["pred"].to_numpy() for s in seeds]),
-                                  len(d.labels), resamples, seed)
-        tests.append({"dataset": d.name, "window": tempo["window"][0], "baseline": baseline["model"],
-                      "baseline_window": baseline["window"], "seeds_tested": seeds, "folds_tested": folds,
-                      **result})
+        result = paired_test(runs, d, ("tempoformer", tempo["window"][0]),
+                             (baseline["model"], baseline["window"]), resamples, seed)
+        if result is not None:
+            tests.append({"dataset": d.name, "window": tempo["window"][0], "baseline": baseline["model"],
+                          "baseline_window": baseline["window"], **result})
+    return tests
+
+
+def variant_tests(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dataset], number: int,
+                  resamples: int = 1000, seed: int = 0) -> list[dict]:
+    """Per dataset and TempoFormer variant of table `number`: paired bootstrap of the full
+    TempoFormer against the variant at the variant's window (chosen on dev), on the runs both
+    have. difference = TempoFormer - variant: the drop that removing the component costs."""
+    best = summary.filter(pl.col("best") & (pl.col("label") == "macro"))
+    tests = []
+    for d in datasets:
+        for model in [m for m in TABLE_MODELS[number] if m in VARIANTS]:
+            chosen = best.filter((pl.col("dataset") == d.name) & (pl.col("model") == model))
+            if chosen.is_empty():
+                continue
+            window = chosen["window"][0]
+            result = paired_test(runs, d, ("tempoformer", window), (model, window), resamples, seed)
+            if result is not None:
+                tests.append({"dataset": d.name, "model": model, "window": window, **result})
     return tests
 
 
@@ -347,6 +386,36 @@ def _significance_note(tests: list[dict]) -> str:
             f"TempoFormer is not better (ties count half). {results}.")
 
 
+def _variant_note(tests: list[dict]) -> str:
+    if not tests:
+        return ("Significance: no TempoFormer variant of this table has runs that the full "
+                "TempoFormer also has at its window, so no test.")
+    first = tests[0]
+    results = "; ".join(
+        f"{t['dataset']}: {row_label(t['model'])[1]} w{t['window']} (folds "
+        f"{', '.join(map(str, t['folds_tested']))}; seeds {', '.join(map(str, t['seeds_tested']))}), "
+        f"TempoFormer {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
+    return (f"Significance (beyond the paper): paired bootstrap of the full TempoFormer against each "
+            f"variant at the variant's window, on the folds' pooled test predictions of the (fold, seed) "
+            f"runs both have; {first['resamples']} resamples of the test posts (seed {first['seed']}); "
+            "difference = TempoFormer minus the variant in macro-F1 averaged over the seeds; p = share "
+            "of resamples in which TempoFormer is not better (ties count half): a small p says the "
+            f"drop is real. {results}.")
+
+
+def _with_tests(csv: pl.DataFrame, tests: list[dict], model_key: str | None, compared_key: str | None,
+                sign: float) -> pl.DataFrame:
+    """The CSV with each test on its row's pooled line: compared_with, difference (points, the
+    row's model minus compared_with) and p_value."""
+    tests_frame = pl.DataFrame(
+        [{"dataset": t["dataset"], "model": t[model_key] if model_key else "tempoformer", "label": POOLED,
+          "compared_with": t[compared_key] if compared_key else "tempoformer",
+          "difference": sign * 100 * t["difference"], "p_value": t["p_value"]} for t in tests],
+        schema={"dataset": pl.String, "model": pl.String, "label": pl.String, "compared_with": pl.String,
+                "difference": pl.Float64, "p_value": pl.Float64})
+    return csv.join(tests_frame, on=["dataset", "model", "label"], how="left", maintain_order="left")
+
+
 def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str, list[str]],
               out_dir: str | Path, figures_dir: str | Path | None = None,
               resamples: int = 1000, seed: int = 0) -> pl.DataFrame:
@@ -361,12 +430,11 @@ def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str
         if number == 2:
             tests = best_baseline_test(runs, summary, datasets, resamples, seed)
             table.notes.append(_significance_note(tests))
-            p_values = pl.DataFrame(
-                [{"dataset": t["dataset"], "model": "tempoformer", "label": POOLED,
-                  "compared_with": t["baseline"], "p_value": t["p_value"]} for t in tests],
-                schema={"dataset": pl.String, "model": pl.String, "label": pl.String,
-                        "compared_with": pl.String, "p_value": pl.Float64})
-            csv = csv.join(p_values, on=["dataset", "model", "label"], how="left", maintain_order="left")
+            csv = _with_tests(csv, tests, None, "baseline", 1.0)
+        elif number in (3, 4, 6):
+            tests = variant_tests(runs, summary, datasets, number, resamples, seed)
+            table.notes.append(_variant_note(tests))
+            csv = _with_tests(csv, tests, "model", None, -1.0)
         write_table(table, csv, out_dir, f"table{number}")
     if figures_dir is not None:
         from .figures import figure3
