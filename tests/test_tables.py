@@ -59,6 +59,21 @@ def test_aggregate_hand_computed(tmp_path):
     assert macro["ours"] == "62.5 ± 28.5" and macro["runs"] == 4 and macro["mean"] == pytest.approx(62.5)
 
 
+def test_the_order_of_the_metrics_files_does_not_change_a_byte(tmp_path):
+    rng = np.random.default_rng(0)
+    paths = []
+    for seed in range(4):  # per seed: 2 folds of 5 posts with random predictions
+        for fold in range(2):
+            gold, pred = rng.choice(["A", "B"], 5).tolist(), rng.choice(["A", "B"], 5).tolist()
+            scores = {"A": rng.random(), "B": rng.random(), "macro": rng.random()}
+            paths.append(write_run(tmp_path, fold, seed, gold, pred, scores, dev=rng.random()))
+    written = []
+    for i, order in enumerate([paths, paths[::-1], list(rng.permutation(paths))]):
+        aggregate(order, [Dataset("toy", ["A", "B"])], tmp_path / f"tables{i}")
+        written.append({n: (tmp_path / f"tables{i}" / f"table{n}.csv").read_bytes() for n in (2, 3, 4, 6, 11)})
+    assert written[0] == written[1] == written[2]
+
+
 def test_best_window_chosen_on_dev(tmp_path):
     scores = {"A": 0.5, "B": 0.5, "macro": 0.5}
     good_test = {"A": 0.9, "B": 0.9, "macro": 0.9}
@@ -98,11 +113,19 @@ def test_paper_numbers_beside_ours_and_not_run_rows(tmp_path):
     assert markdown_row(table3, ["-Temporal RoPE"])[1:3] == ["not run", "62.0"]
     table6 = (out / "table6.md").read_text()  # the paper's Table 6 is TalkLife only
     assert markdown_row(table6, ["TempoFormer (BERT)"])[1:3] == ["60.0", "–"]
+    assert "roberta and tempoformer_roberta: not run with this config" in table6
+    assert "roberta-base weights" not in table3  # the note is Table 6's alone
     table11 = (out / "table11.md").read_text()
     assert markdown_row(table11, ["5"])[1:3] == ["not run", "55.0"]
     assert markdown_row(table11, ["5"])[8] == "0" and markdown_row(table11, ["20"])[8] == "1"  # lrs runs
     assert markdown_row(table11, ["20"])[1:3] == ["60.0", "62.0"]
     assert "lrs = the paper's LRS" in table2
+
+    # With a RoBERTa run the note names only the row still missing.
+    paths.append(write_run(tmp_path, 0, 0, ["Sw", "N-Sw"], ["Sw", "N-Sw"], lrs, model="roberta", dataset="lrs"))
+    aggregate(paths, datasets, tmp_path / "with_roberta")
+    note = (tmp_path / "with_roberta" / "table6.md").read_text()
+    assert "tempoformer_roberta: not run with this config" in note and "roberta and" not in note
 
     csv = pl.read_csv(out / "table2.csv")
     row = csv.filter((pl.col("model") == "bilstm") & (pl.col("dataset") == "lrs") & (pl.col("label") == "Sw"))

@@ -119,7 +119,7 @@ def load_runs(metric_paths: list[str | Path]) -> pl.DataFrame:
             })
     if not rows:
         raise ValueError("no metrics files to aggregate")
-    return pl.DataFrame(rows)
+    return pl.DataFrame(rows).sort("dataset", "model", "window", "seed", "fold", "label")
 
 
 def pooled_predictions(metric_paths: list[str], labels: list[str]) -> pl.DataFrame:
@@ -146,7 +146,10 @@ def pooled_predictions(metric_paths: list[str], labels: list[str]) -> pl.DataFra
 def pooled_macro(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:
     """Macro-F1 of the folds' test predictions pooled per (dataset, model, window, seed)."""
     out = []
-    keys = runs.select("dataset", "model", "window", "seed", "path").unique()
+    # sorted: unique() leaves rows in any order, and the order of the seeds changes the last
+    # digits of their std, so two runs would not write the same CSV
+    keys = runs.select("dataset", "model", "window", "seed", "path").unique().sort("dataset", "model", "window",
+                                                                                   "seed", "path")
     for (dataset, model, window, seed), group in keys.group_by(
         "dataset", "model", "window", "seed", maintain_order=True
     ):
@@ -257,6 +260,12 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
     notes = [STATS_NOTE, _paper_note(datasets)]
     if number != 11:
         notes.append(_window_note(summary, [m for _, m, _, _ in rows]))
+    missing_roberta = [m for m in ("roberta", "tempoformer_roberta") if m not in set(summary["model"])]
+    if number == 6 and missing_roberta:
+        notes.append(f"{' and '.join(missing_roberta)}: not run with this config. The RoBERTa rows need the "
+                     "roberta-base weights (the config entries of that name, `backbone: roberta-base`), on "
+                     "disk or from the Hugging Face hub; add them to a dataset's `models` where the weights "
+                     "exist. The offline machine of the committed tables has none.")
     table = Table(TITLES[number], header, md_rows, notes, label_columns=len(lead))
     return table, pl.DataFrame(csv_rows, schema=schema)
 
