@@ -380,14 +380,18 @@ def variant_tests(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Data
     return tests
 
 
+def _runs_tested(test: dict) -> str:
+    return (f"folds {', '.join(map(str, test['folds_tested']))}; "
+            f"seeds {', '.join(map(str, test['seeds_tested']))}")
+
+
 def _significance_note(tests: list[dict]) -> str:
     if not tests:
         return "Significance: no dataset has both TempoFormer and a baseline run, so no test."
     first = tests[0]
     results = "; ".join(
         f"{t['dataset']}: TempoFormer w{t['window']} vs {row_label(t['baseline'])[1]} w{t['baseline_window']} "
-        f"(folds {', '.join(map(str, t['folds_tested']))}; seeds {', '.join(map(str, t['seeds_tested']))}), "
-        f"difference {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
+        f"({_runs_tested(t)}), difference {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
     return (f"Significance (beyond the paper): paired bootstrap of TempoFormer against the baseline with "
             f"the best mean dev macro-F1, on the folds' pooled test predictions; {first['resamples']} "
             f"resamples of the test posts (seed {first['seed']}), the same resample for every seed, "
@@ -401,9 +405,7 @@ def _variant_note(tests: list[dict]) -> str:
                 "TempoFormer also has at its window, so no test.")
     first = tests[0]
     results = "; ".join(
-        f"{t['dataset']}: {row_label(t['model'])[1]} w{t['window']} (folds "
-        f"{', '.join(map(str, t['folds_tested']))}; seeds {', '.join(map(str, t['seeds_tested']))}), "
-        f"TempoFormer {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
+        f"{t['dataset']}: {row_label(t['model'])[1]} w{t['window']} ({_runs_tested(t)}), TempoFormer {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
     return (f"Significance (beyond the paper): paired bootstrap of the full TempoFormer against each "
             f"variant at the variant's window, on the folds' pooled test predictions of the (fold, seed) "
             f"runs both have; {first['resamples']} resamples of the test posts (seed {first['seed']}); "
