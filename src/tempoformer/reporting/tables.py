@@ -119,6 +119,8 @@ def load_runs(metric_paths: list[str | Path]) -> pl.DataFrame:
             })
     if not rows:
         raise ValueError("no metrics files to aggregate")
+    # sorted, whatever the order of the files: the order of a group's values changes the last
+    # digits of their std, so two runs would not write the same CSV
     return pl.DataFrame(rows).sort("dataset", "model", "window", "seed", "fold", "label")
 
 
@@ -146,10 +148,7 @@ def pooled_predictions(metric_paths: list[str], labels: list[str]) -> pl.DataFra
 def pooled_macro(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFrame:
     """Macro-F1 of the folds' test predictions pooled per (dataset, model, window, seed)."""
     out = []
-    # sorted: unique() leaves rows in any order, and the order of the seeds changes the last
-    # digits of their std, so two runs would not write the same CSV
-    keys = runs.select("dataset", "model", "window", "seed", "path").unique().sort("dataset", "model", "window",
-                                                                                   "seed", "path")
+    keys = runs.select("dataset", "model", "window", "seed", "path").unique(maintain_order=True)
     for (dataset, model, window, seed), group in keys.group_by(
         "dataset", "model", "window", "seed", maintain_order=True
     ):
@@ -260,8 +259,9 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
     notes = [STATS_NOTE, _paper_note(datasets)]
     if number != 11:
         notes.append(_window_note(summary, [m for _, m, _, _ in rows]))
-    missing_roberta = [m for m in ("roberta", "tempoformer_roberta") if m not in set(summary["model"])]
-    if number == 6 and missing_roberta:
+    missing_roberta = ([m for m in ("roberta", "tempoformer_roberta") if m not in set(summary["model"])]
+                       if number == 6 else [])
+    if missing_roberta:
         notes.append(f"{' and '.join(missing_roberta)}: not run with this config. The RoBERTa rows need the "
                      "roberta-base weights (the config entries of that name, `backbone: roberta-base`), on "
                      "disk or from the Hugging Face hub; add them to a dataset's `models` where the weights "
@@ -414,16 +414,13 @@ def _variant_note(tests: list[dict]) -> str:
             f"drop is real. {results}.")
 
 
-def _with_tests(csv: pl.DataFrame, tests: list[dict], model_key: str | None, compared_key: str | None,
-                sign: float) -> pl.DataFrame:
-    """The CSV with each test on its row's pooled line: compared_with, difference (points, the
-    row's model minus compared_with) and p_value."""
+def _with_tests(csv: pl.DataFrame, tests: list[dict]) -> pl.DataFrame:
+    """The CSV with each test on its row's pooled line. tests: dataset, model (the row),
+    compared_with, difference (points, the row's model minus compared_with), p_value."""
     tests_frame = pl.DataFrame(
-        [{"dataset": t["dataset"], "model": t[model_key] if model_key else "tempoformer", "label": POOLED,
-          "compared_with": t[compared_key] if compared_key else "tempoformer",
-          "difference": sign * 100 * t["difference"], "p_value": t["p_value"]} for t in tests],
-        schema={"dataset": pl.String, "model": pl.String, "label": pl.String, "compared_with": pl.String,
-                "difference": pl.Float64, "p_value": pl.Float64})
+        [{**t, "label": POOLED} for t in tests],
+        schema={"dataset": pl.String, "model": pl.String, "compared_with": pl.String,
+                "difference": pl.Float64, "p_value": pl.Float64, "label": pl.String})
     return csv.join(tests_frame, on=["dataset", "model", "label"], how="left", maintain_order="left")
 
 
@@ -441,11 +438,14 @@ def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str
         if number == 2:
             tests = best_baseline_test(runs, summary, datasets, resamples, seed)
             table.notes.append(_significance_note(tests))
-            csv = _with_tests(csv, tests, None, "baseline", 1.0)
+            csv = _with_tests(csv, [{"dataset": t["dataset"], "model": "tempoformer", "compared_with": t["baseline"],
+                                     "difference": 100 * t["difference"], "p_value": t["p_value"]} for t in tests])
         elif number in (3, 4, 6):
             tests = variant_tests(runs, summary, datasets, number, resamples, seed)
             table.notes.append(_variant_note(tests))
-            csv = _with_tests(csv, tests, "model", None, -1.0)
+            # the row is the variant: its difference to TempoFormer is minus the note's drop
+            csv = _with_tests(csv, [{"dataset": t["dataset"], "model": t["model"], "compared_with": "tempoformer",
+                                     "difference": -100 * t["difference"], "p_value": t["p_value"]} for t in tests])
         write_table(table, csv, out_dir, f"table{number}")
     if figures_dir is not None:
         from .figures import figure3
