@@ -1,11 +1,13 @@
 """The GPU paths (CUDA kernels, bf16 autocast) against the CPU's fp32: run where a GPU is,
 skipped elsewhere (CI has none)."""
 
+import numpy as np
 import pytest
 import torch
 
 from tempoformer.device import autocast
-from test_tempoformer_model import VARIANTS, batch, make  # noqa: F401 (batch: a fixture)
+from tempoformer.training.loop import TrainSettings, fit
+from test_tempoformer_model import C, VARIANTS, batch, make  # noqa: F401 (batch: a fixture)
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -46,19 +48,21 @@ def test_bf16_autocast_stays_near_fp32(batch, kw):
     assert (bf16.float() - fp32).abs().max() < 0.05 * max(1.0, fp32.abs().max().item())
 
 
-def test_bf16_training_overfits_a_batch(batch):
-    """The training loop's step on the GPU: fp32 master weights, bf16 forward, loss falls."""
-    model = make().cuda().train()
-    data = on("cuda", batch)
-    labels = torch.tensor([0, 1, 2, 1], device="cuda")
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    losses = []
-    for _ in range(60):
-        with autocast("cuda"):
-            loss = torch.nn.functional.cross_entropy(model(**data).float(), labels)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    assert all(p.dtype == torch.float32 for p in model.parameters())
+def test_training_loop_overfits_a_batch_on_the_gpu(batch):
+    """training.loop.fit on CUDA, as the runs use it (bf16 autocast, fused AdamW, focal loss,
+    bf16 dev predictions): four windows learnt by heart, fp32 master weights kept."""
+    model = make()
+    y = np.array([0, 1, 2, 1])
+    rows = np.arange(len(y))
+
+    def make_batch(r):
+        r = torch.as_tensor(r)
+        return {**batch, **{k: batch[k][r] for k in ("window_index", "window_mask", "time_gap")}}
+
+    settings = TrainSettings(lr=3e-3, epochs=60, batch_size=len(y), patience=60, optimizer="adamw")
+    result = fit(model, make_batch, y, rows, rows, torch.ones(C), ["a", "b", "c"], settings, seed=0,
+                 device="cuda")
+    losses = [epoch["train_loss"] for epoch in result["history"]]
+    assert all(p.dtype == torch.float32 and p.is_cuda for p in model.parameters())
     assert losses[-1] < 0.1 * losses[0]
+    assert result["dev_macro"] == 1.0
