@@ -202,6 +202,27 @@ def test_variants_tested_against_the_full_model(tmp_path):
     assert "no TempoFormer variant of this table has runs" in table6
 
 
+def test_bootstrap_takes_the_largest_block_of_shared_runs(tmp_path):
+    # TempoFormer on folds 0-2 x seeds 0-1; RoBERT on folds 0-2 of seed 0 and fold 0 of seed 1 (a
+    # seed begun on one fold). Seeds 0-1 share fold 0 only (2 runs); seed 0 alone has 3: tested
+    # on folds 0-2 of seed 0, where RoBERT is wrong on fold 2 only.
+    gold = ["A", "B"] * 10
+    wrong = ["B", "A"] * 10
+    perfect, zero = {"A": 1, "B": 1, "macro": 1}, {"A": 0, "B": 0, "macro": 0}
+    paths = []
+    for fold in (0, 1, 2):
+        for seed in (0, 1):
+            paths.append(write_run(tmp_path, fold, seed, gold, gold, perfect, dev=0.9, model="tempoformer", window=20))
+        paths.append(write_run(tmp_path, fold, 0, gold, wrong if fold == 2 else gold, zero if fold == 2 else perfect,
+                               dev=0.6, model="robert", window=20))
+    paths.append(write_run(tmp_path, 0, 1, gold, gold, perfect, dev=0.6, model="robert", window=20))
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=200)
+    table4 = (tmp_path / "tables" / "table4.md").read_text()
+    # pooled over folds 0-2: RoBERT right on 40 of 60 posts, 20 of each class → macro 2/3
+    assert re.search(r"toy: RoBERT w20 \(folds 0, 1, 2; seeds 0\), TempoFormer \+33\.3 points, "
+                     r"p = 0\.000", table4)
+
+
 def test_macro_f1_counts_weighted_posts():
     gold, pred = np.array([0, 0, 1, 1, 1]), np.array([0, 1, 1, 1, 0])
     # A: tp1 fp1 fn1 → 0.5; B: tp2 fp1 fn1 → 4/6 → macro 7/12
