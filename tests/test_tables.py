@@ -298,3 +298,40 @@ def test_temporal_attention_tables_in_latex(tmp_path):
     tex2 = (tmp_path / "temporal_attention_table2.tex").read_text()
     assert "0.400 (1 unscored)" in tex2 and "$\\rho$" in tex2
     assert "<td>0.400 (1 unscored)</td>" in (tmp_path / "temporal_attention_table2.html").read_text()
+
+
+def test_coverage_counts_the_runs_left_and_tests_each_variant(tmp_path):
+    # TempoFormer w20: seeds 0 and 1 on folds 0-4, seed 12 on folds 0-1 (12 of the paper's 20
+    # runs); -RoPE MHA w20: seed 0 on folds 0-4, right on half the posts where TempoFormer is
+    # right on all. LRS paper column: Table 11 prints TempoFormer w20 at 68.9, Table 3 -RoPE MHA 66.0.
+    gold = ["A", "B"] * 10
+    wrong = ["B", "A"] * 5 + ["A", "B"] * 5
+    perfect, half = {"A": 1, "B": 1, "macro": 1}, {"A": .5, "B": .5, "macro": .5}
+    paths = []
+    for seed, folds in ((0, range(5)), (1, range(5)), (12, range(2))):
+        for fold in folds:
+            paths.append(write_run(tmp_path, fold, seed, gold, gold, perfect, dev=0.9, model="tempoformer", window=20))
+    for fold in range(5):
+        paths.append(write_run(tmp_path, fold, 0, gold, wrong, half, dev=0.6, model="tempoformer_no_rope", window=20))
+    aggregate(paths, [Dataset("toy", ["A", "B"], "LRS")], tmp_path / "tables", resamples=200)
+    md = (tmp_path / "tables" / "coverage.md").read_text()
+    assert markdown_row(md, ["toy", "TempoFormer"]) == [
+        "toy", "TempoFormer", "yes", "0, 1, 12 (folds 0-1)", "8 (seed 12: folds 2-4; seed 123: all folds)",
+        "20", "12", "100.0 ± 0.0", "100.0 ± 0.0", "68.9", "–"]
+    assert markdown_row(md, ["toy", "-RoPE MHA"]) == [
+        "toy", "-RoPE MHA", "yes", "0", "15 (seeds 1, 12, 123: all folds)", "20", "5", "50.0 ± 0.0",
+        "50.0", "66.0", "+50.0 (p = 0.000; seeds 0 x folds 0-4)"]
+    assert "Not run: toy -Temporal RoPE, toy -Stream embed., toy -Gate&Norm, toy RoBERT" in md
+    csv = pl.read_csv(tmp_path / "tables" / "coverage.csv")
+    assert csv.select("model", "missing_runs", "difference").rows() == [
+        ("tempoformer", 8, None), ("tempoformer_no_rope", 15, 50.0)]
+
+
+def test_coverage_spans_and_missing_runs():
+    from tempoformer.reporting.coverage import missing_runs, seeds_text, spans
+
+    assert spans([4, 0, 1, 2, 7, 8]) == "0-2, 4, 7-8" and spans([3]) == "3"
+    every = {(f, s) for f in range(5) for s in (0, 1, 12, 123)}
+    assert missing_runs(every) == (0, "none")
+    assert missing_runs(every - {(3, 1), (3, 12), (0, 123)}) == (3, "seeds 1, 12: fold 3; seed 123: fold 0")
+    assert seeds_text({(0, 7), (2, 7), (1, 0)}) == "0 (fold 1), 7 (folds 0, 2)"

@@ -1,4 +1,5 @@
-# Finished runs and datasets → the paper's tables (Markdown, CSV, LaTeX, HTML) and Figure 3.
+# Finished runs and datasets → the paper's tables (Markdown, CSV, LaTeX, HTML), Figure 3 and the
+# coverage table (each TempoFormer-family cell's runs, and the runs of the paper's protocol left).
 # The HTML rendering of each table and the figure are marked for `snakemake --report`.
 
 # Table 5's BERTScore and the significance test; a `diversity:` / `bootstrap:` config section
@@ -19,6 +20,7 @@ rule aggregate:
         **table_files(4),
         **table_files(6),
         **table_files(11),
+        **named_table_files("coverage", "Coverage"),
         figure3=report(f"{FIGURES}/figure3.png", caption="../report/figure3.rst", category="Figures",
                        labels={"figure": "Figure 3"}),
     params:

@@ -271,7 +271,12 @@ def optional_inputs(w, input):
 # aggregate stage
 def table_files(n):
     """Table n's files: md, csv and tex as data; html into the report with its caption."""
-    files = {f"table{n}_{ext}": f"{TABLES}/table{n}.{ext}" for ext in ("md", "csv", "tex")}
-    files[f"table{n}_html"] = report(f"{TABLES}/table{n}.html", caption=f"../report/table{n}.rst",
-                                     category="TempoFormer tables", labels={"table": f"Table {n}"})
+    return named_table_files(f"table{n}", f"Table {n}")
+
+
+def named_table_files(stem, label):
+    """{stem}.md, .csv and .tex as data; {stem}.html into the report, captioned by report/{stem}.rst."""
+    files = {f"{stem}_{ext}": f"{TABLES}/{stem}.{ext}" for ext in ("md", "csv", "tex")}
+    files[f"{stem}_html"] = report(f"{TABLES}/{stem}.html", caption=f"../report/{stem}.rst",
+                                   category="TempoFormer tables", labels={"table": label})
     return files

@@ -1,5 +1,5 @@
-"""Subcommands of the reporting stage: aggregate (Tables 2, 3, 4, 6, 11, Figure 3), table1,
-diversity, table5, grid-report."""
+"""Subcommands of the reporting stage: aggregate (Tables 2, 3, 4, 6, 11, Figure 3, coverage),
+table1, diversity, table5, grid-report."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def cmd_grid_report(args):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("aggregate", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="Tables 2, 3, 4, 6, 11 and Figure 3 from finished runs")
+    p = sub.add_parser("aggregate", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="Tables 2, 3, 4, 6, 11, Figure 3 and the coverage table from finished runs")
     p.add_argument("--metrics", nargs="+", required=True, help="every run's metrics.json")
     p.add_argument("--datasets", type=json_arg, required=True,
                    help='{"dataset": {"labels": [...], "paper_column": "LRS" | null}, ...}')

@@ -160,7 +160,7 @@ def pooled_macro(runs: pl.DataFrame, labels: dict[str, list[str]]) -> pl.DataFra
     return pl.DataFrame(out)
 
 
-def _cell(r: dict | None) -> str:
+def mean_std_cell(r: dict | None) -> str:
     """mean ± std; a cell of a single run (or seed, when pooled) has no spread to show."""
     if r is None:
         return "not run"
@@ -245,7 +245,7 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
             if source == "runs":
                 line.append(str(0 if r is None else r["runs"]))
                 continue
-            line.append(_cell(r))
+            line.append(mean_std_cell(r))
             csv_rows.append({
                 "table": number, "row": lead_cells[-1], "model": model, "dataset": d.name,
                 "paper_column": d.paper_column, "label": label, "window": w,
@@ -437,7 +437,8 @@ def _with_tests(csv: pl.DataFrame, tests: list[dict]) -> pl.DataFrame:
 def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str, list[str]],
               out_dir: str | Path, figures_dir: str | Path | None = None,
               resamples: int = 1000, seed: int = 0) -> pl.DataFrame:
-    """Tables 2, 3, 4, 6, 11 (md, tex, html, csv) under out_dir and Figure 3 under figures_dir."""
+    """Tables 2, 3, 4, 6, 11 and the coverage table (coverage.py) as md, tex, html and csv under
+    out_dir, and Figure 3 under figures_dir."""
     if isinstance(datasets, dict):  # {name: labels}: no paper columns
         datasets = [Dataset(name, labels) for name, labels in datasets.items()]
     labels = {d.name: d.labels for d in datasets}
@@ -457,6 +458,9 @@ def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str
             csv = _with_tests(csv, [{"dataset": t["dataset"], "model": t["model"], "compared_with": "tempoformer",
                                      "difference": -100 * t["difference"], "p_value": t["p_value"]} for t in tests])
         write_table(table, csv, out_dir, f"table{number}")
+    from .coverage import coverage_table  # it builds on this module's cells and tests
+
+    write_table(*coverage_table(runs, summary, datasets, resamples, seed), out_dir, "coverage")
     if figures_dir is not None:
         from .figures import figure3
 
