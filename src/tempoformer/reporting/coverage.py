@@ -100,24 +100,26 @@ def coverage_table(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dat
                 paper = paper_macro(model, window, d)
                 test = (paired_test(runs, d, ("tempoformer", window), (model, window), resamples, seed)
                         if model != "tempoformer" else None)
-                tested = "–" if test is None else (
-                    f"{100 * test['difference']:+.1f} (p = {test['p_value']:.3f}; seeds "
-                    f"{', '.join(map(str, test['seeds_tested']))} x folds {spans(test['folds_tested'])})")
-                chosen = best[(d.name, model)] == window
-                md_rows.append([d.name, row_label(model)[1], "yes" if chosen else "no", seeds_text(done),
+                row = {
+                    "dataset": d.name, "model": model, "cell": row_label(model)[1], "window": window,
+                    "chosen_on_dev": best[(d.name, model)] == window, "runs": macro["runs"],
+                    "seeds": seeds_text(done), "missing_runs": count, "missing": missing,
+                    "macro_mean": macro["mean"], "macro_std": macro["std"], "pooled_mean": pooled["mean"],
+                    "pooled_std": pooled["std"], "paper": paper, "difference": None, "p_value": None,
+                    "seeds_tested": None, "folds_tested": None,
+                }
+                tested = "–"
+                if test is not None:
+                    row.update(difference=100 * test["difference"], p_value=test["p_value"],
+                               seeds_tested=" ".join(map(str, test["seeds_tested"])),
+                               folds_tested=" ".join(map(str, test["folds_tested"])))
+                    tested = (f"{row['difference']:+.1f} (p = {test['p_value']:.3f}; seeds "
+                              f"{', '.join(map(str, test['seeds_tested']))} x folds {spans(test['folds_tested'])})")
+                csv_rows.append(row)
+                md_rows.append([d.name, row["cell"], "yes" if row["chosen_on_dev"] else "no", row["seeds"],
                                 f"{count} ({missing})" if count else "none", str(window), str(macro["runs"]),
                                 mean_std_cell(macro), mean_std_cell(pooled), "–" if paper is None else f"{paper:.1f}",
                                 tested])
-                csv_rows.append({
-                    "dataset": d.name, "model": model, "cell": row_label(model)[1], "window": window,
-                    "chosen_on_dev": chosen, "runs": macro["runs"], "seeds": seeds_text(done),
-                    "missing_runs": count, "missing": missing, "macro_mean": macro["mean"],
-                    "macro_std": macro["std"], "pooled_mean": pooled["mean"], "pooled_std": pooled["std"],
-                    "paper": paper, "difference": None if test is None else 100 * test["difference"],
-                    "p_value": None if test is None else test["p_value"],
-                    "seeds_tested": None if test is None else " ".join(map(str, test["seeds_tested"])),
-                    "folds_tested": None if test is None else " ".join(map(str, test["folds_tested"])),
-                })
     header = ["Dataset", "Cell", "Chosen on dev", "Seeds", "Missing of the paper's 20", "Window", "Runs",
               "Test macro-F1", "Pooled macro-F1", "Paper", "TempoFormer minus it (p; runs tested)"]
     notes = [
