@@ -444,6 +444,7 @@ def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str
     labels = {d.name: d.labels for d in datasets}
     runs = load_runs(metric_paths)
     summary = summarise(runs, labels)
+    variant_results = {}  # (dataset, model, window) → bootstrap, reused by the coverage table
     for number in (2, 3, 4, 6, 11):
         table, csv = results_table(number, summary, datasets)
         if number == 2:
@@ -453,6 +454,7 @@ def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str
                                      "difference": 100 * t["difference"], "p_value": t["p_value"]} for t in tests])
         elif number in (3, 4, 6):
             tests = variant_tests(runs, summary, datasets, number, resamples, seed)
+            variant_results.update({(t["dataset"], t["model"], t["window"]): t for t in tests})
             table.notes.append(_variant_note(tests))
             # the row is the variant: its difference to TempoFormer is minus the note's drop
             csv = _with_tests(csv, [{"dataset": t["dataset"], "model": t["model"], "compared_with": "tempoformer",
@@ -460,7 +462,7 @@ def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str
         write_table(table, csv, out_dir, f"table{number}")
     from .coverage import coverage_table  # it builds on this module's cells and tests
 
-    write_table(*coverage_table(runs, summary, datasets, resamples, seed), out_dir, "coverage")
+    write_table(*coverage_table(runs, summary, datasets, resamples, seed, variant_results), out_dir, "coverage")
     if figures_dir is not None:
         from .figures import figure3
 
