@@ -4,6 +4,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -107,13 +108,15 @@ def test_queue_skips_finished_runs_and_kills_the_wave_at_the_deadline(tmp_path):
     (tmp_path / "commands.txt").write_text("\n".join(commands) + "\n")
     subprocess.run([sys.executable, str(DEVICE / "lease_queue.py"), "--commands", "commands.txt",
                     "--budget", "6", "--parallel", "4", "--per-run-s", "1", "--startup-s", "1",
-                    "--log", "queue.log"], cwd=tmp_path, check=True, timeout=60)
+                    "--log", "queue.log", "--tar", "runs.tar"], cwd=tmp_path, check=True, timeout=60)
     log = (tmp_path / "queue.log").read_text()
     assert "2 commands to run, 1 already done" in log
     assert "wave of 2" in log
     assert "quick: rc 0" in log and "test macro 50.0" in log
     assert "slow: rc killed at the deadline" in log and not (tmp_path / "slow").exists()
     assert (tmp_path / "logs" / "quick.log").exists()
+    with tarfile.open(tmp_path / "runs.tar") as tar:  # only what this call finished comes back
+        assert sorted(tar.getnames()) == ["logs/quick.log", "quick/metrics.json"]
 
 
 def test_queue_starts_no_wave_that_cannot_end_in_time(tmp_path):

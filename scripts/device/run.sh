@@ -20,23 +20,6 @@ chmod +x "$STAGE/bin/tempoformer"
 (nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 15 > "$OUT/gpu.csv" 2>&1 &) || true
 # what is left of the budget after the set-up above, less a margin for the tar
 left=$(( budget - ($(date +%s) - start) - 15 ))
-"$PY" "$B/lease_queue.py" --commands "$B/commands.txt" --budget "$left" --parallel "$parallel" --log "$OUT/queue.log" || true
+"$PY" "$B/lease_queue.py" --commands "$B/commands.txt" --budget "$left" --parallel "$parallel" \
+  --log "$OUT/queue.log" --tar "$OUT/runs.tar" || true
 pkill -f "nvidia-smi --query-gpu=timestamp" || true
-"$PY" - "$B/commands.txt" "$OUT/runs.tar" "$start" <<'PY'
-import re, shlex, sys, tarfile
-from pathlib import Path
-start = float(sys.argv[3])  # runs finished before this call (tracked, carried with the tree) stay out
-with tarfile.open(sys.argv[2], "w") as tar:
-    for command in Path(sys.argv[1]).read_text().splitlines():
-        if not command.strip():
-            continue
-        words = shlex.split(command)
-        run = Path(words[words.index("--out-dir") + 1])
-        if (run / "metrics.json").exists() and (run / "metrics.json").stat().st_mtime >= start:
-            for name in ("metrics.json", "predictions.parquet"):
-                tar.add(run / name)
-            log = re.search(r"2> (\S+)\s*$", command)
-            if log and Path(log.group(1)).exists():
-                tar.add(log.group(1))
-    print(f"run.sh: {len(tar.getnames())} files in {sys.argv[2]}")
-PY
