@@ -13,6 +13,21 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_thread():
+    """Every test at one torch thread, alone or in the full suite: tiny tensors gain nothing from
+    threads (OpenMP spinning on a shared 2-core machine made a training test 20x slower), and
+    float32 sums then come in one order whichever modules were collected. Three modules used to
+    set it at import, so the suite ran at one thread but a module alone at two, and
+    test_predict's stream-vs-batch gap was 1.05e-5 in the suite and 3.3e-6 alone."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture
 def make_posts():
     """Canonical post table from {timeline: [(seconds or None, label), ...]}."""

@@ -17,8 +17,6 @@ from tempoformer.dcwe.train import (EncodedDocs, TrainSettings, collate, encode_
 from tempoformer.dcwe.vocab import STOPWORDS, dynamic_token_ids
 from test_semantic_change import tiny_bert
 
-torch.set_num_threads(1)
-
 
 @pytest.fixture(scope="module")
 def tokenizer():

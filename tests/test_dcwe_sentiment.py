@@ -22,8 +22,6 @@ from test_dcwe import GRAPH, TEXTS, make_model
 from test_dcwe_data import write_csv
 from test_semantic_change import tiny_bert
 
-torch.set_num_threads(1)
-
 
 @pytest.fixture(scope="module")
 def tokenizer():

@@ -15,7 +15,6 @@ from tempoformer.future_lm.lm import CausalLM, LMConfig
 from tempoformer.future_lm.meteor import meteor, stem
 from tempoformer.future_lm.unigram import predicted_log_f
 
-torch.set_num_threads(1)
 V, D_CTX = 40, 6
 YEARS = [2016, 2017, 2018, 2019, 2020]
 BOS, EOS = 2, 3

@@ -18,14 +18,6 @@ from tempoformer.training.run import RunData
 C = 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def tiny(kind: str, dropout: float = 0.1):
     torch.manual_seed(0)
     common = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

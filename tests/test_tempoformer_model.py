@@ -23,16 +23,6 @@ from tempoformer.models.pooling import resolve_post_pooling, sentence_transforme
 W, C = 3, 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors gain nothing from threads, and on a shared 2-core machine OpenMP spinning
-    makes the training test 20x slower."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def tiny_bert(seed=0, dropout=0.1):
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
