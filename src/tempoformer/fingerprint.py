@@ -227,3 +227,137 @@ def graph(package_dir: str) -> ModuleGraph:
 def settings_digest(*parts) -> str:
     """A short digest of JSON-able settings (a fingerprint chain's links)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+KERNEL_SETTINGS = "MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2"
+
+
+def content_digest(paths) -> str:
+    """sha1 over every file under `paths` (relative names and bytes), in a stable order."""
+    return _content_digest(tuple([paths] if isinstance(paths, str) else paths))
+
+
+@functools.lru_cache(maxsize=None)
+def _content_digest(paths) -> str:
+    # Every job of a dataset asks for the same digest while the DAG is built: read the files once.
+    digest = hashlib.sha1()
+    for root in paths:
+        if os.path.isfile(root):
+            files, base = [root], os.path.dirname(root)
+        else:
+            files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)
+            base = root
+        for path in files:
+            digest.update(os.path.relpath(path, base).encode() + b"\0")
+            with open(path, "rb") as handle:
+                digest.update(hashlib.sha1(handle.read()).digest())
+    return digest.hexdigest()
+
+
+class RunFingerprints:
+    """The fingerprint chain of a config's training runs: what a run was made from (code,
+    settings, the raw corpus's content), chained along the DAG. The workflow
+    (workflow/rules/common.smk) and `scripts/migrate_fingerprints.py` read it; a finished run
+    records its fingerprint in metrics.json."""
+
+    def __init__(self, config: dict, package_dir: str | os.PathLike):
+        from .models.registry import MODEL_TYPES
+
+        self.config = config
+        self.package_dir = str(package_dir)
+        self.model_types = MODEL_TYPES
+        self.kernels = KERNEL_SETTINGS if config["portable_kernels"] else ""
+        self._posts: dict[str, str] = {}
+
+    @property
+    def datasets(self) -> dict:
+        return self.config.get("datasets", {})
+
+    @property
+    def models(self) -> dict:
+        return self.config.get("models", {})
+
+    def code(self, subcommand: str, *modules: str) -> str:
+        return graph(self.package_dir).code_digest(subcommand, *modules)
+
+    def model_type(self, model: str) -> str:
+        """A model entry's type: its `type` key, or its name (`tempoformer_no_rope: {type: tempoformer}`)."""
+        return self.models[model].get("type", model)
+
+    def model_spec(self, model: str):
+        return self.model_types[self.model_type(model)]
+
+    def model_threads(self, model: str) -> int:
+        return self.models[model].get("threads", self.config["threads"])
+
+    def switched_off(self, model: str) -> bool:
+        """An LLM entry without a model path (the paper configs list them all, off until set)."""
+        return self.model_spec(model).kind == "llm" and not self.models[model]["params"].get("model")
+
+    def dataset_models(self, dataset: str) -> list[str]:
+        return [m for m in self.datasets[dataset]["models"] if not self.switched_off(m)]
+
+    def model_folds(self, model: str) -> list[int]:
+        return self.models[model].get("folds", list(range(self.config["n_folds"])))
+
+    def model_seeds(self, model: str) -> list[int]:
+        return self.models[model].get("seeds", self.config["seeds"])
+
+    def configured_runs(self) -> list[tuple]:
+        """(dataset, model, window, fold, seed) of every run the config asks for."""
+        return [
+            (dataset, model, window, fold, seed)
+            for dataset in self.datasets
+            for model in self.dataset_models(dataset)
+            for window in self.models[model]["windows"]
+            for fold in self.model_folds(model)
+            for seed in self.model_seeds(model)
+        ]
+
+    def run_dir(self, dataset, model, window, fold, seed) -> str:
+        return f"{self.config['results']}/{dataset}/runs/{model}/w{window}/fold{fold}/seed{seed}"
+
+    def ingest_settings(self, dataset: str) -> dict:
+        spec = self.datasets[dataset]
+        return {"format": spec["format"], "options": spec.get("options", {}), "labels": spec["labels"]}
+
+    def folds_settings(self, dataset: str) -> dict:
+        return {"n_folds": self.config["n_folds"], "seed": self.config["fold_seed"],
+                "dev_ratio": self.datasets[dataset].get("dev_ratio", 0.25)}
+
+    def train_settings(self, model, dataset, window, fold, seed) -> dict:
+        return {"type": self.model_type(model), "params": self.models[model]["params"],
+                "labels": self.datasets[dataset]["labels"], "window": int(window), "fold": int(fold),
+                "seed": int(seed), "threads": self.model_threads(model), "kernels": self.kernels}
+
+    def raw(self, dataset: str) -> str:
+        spec = self.datasets[dataset]
+        if "synthetic" in spec:
+            return settings_digest("synthetic-lrs", self.code("synthetic-lrs"), spec["synthetic"])
+        if spec.get("path"):
+            return content_digest(spec["path"])
+        return ""  # a packaged corpus (chitchat): its version is pinned with the environment
+
+    def posts(self, dataset: str) -> str:
+        if dataset not in self._posts:
+            self._posts[dataset] = settings_digest("ingest", self.code("ingest"), dataset,
+                                                   self.ingest_settings(dataset), self.raw(dataset))
+        return self._posts[dataset]
+
+    def train_code(self, model: str) -> str:
+        return self.code("train", *self.model_spec(model).code_modules())
+
+    def run(self, dataset, model, window, fold, seed) -> str:
+        spec, posts = self.model_spec(model), self.posts(dataset)
+        upstream = [settings_digest("folds", self.code("folds"), posts, self.folds_settings(dataset))]
+        if spec.needs_window:
+            upstream.append(settings_digest("windows", self.code("windows"), posts, int(window)))
+        if spec.needs_embeddings:
+            upstream.append(settings_digest("embed", self.code("embed"), posts, self.config["embedding_model"],
+                                            self.kernels))
+        return settings_digest("train", self.train_code(model),
+                               self.train_settings(model, dataset, window, fold, seed), posts, upstream)
+
+    def all_runs(self) -> dict[str, str]:
+        """run folder -> fingerprint, for every run the config asks for."""
+        return {self.run_dir(*run): self.run(*run) for run in self.configured_runs()}

@@ -16,10 +16,12 @@ PACKAGE = os.path.join(workflow.basedir, "src", "tempoformer")
 CONDA_ENV = "../../envs/tempoformer.yaml"
 # Numeric jobs start through `env` with these variables: the same kernels (and so the same
 # numbers) on every x86-64 CPU with AVX2 (README, "What matches across machines").
-KERNELS = "MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2" if config["portable_kernels"] else ""
-
-from tempoformer.fingerprint import graph, settings_digest
+from tempoformer.fingerprint import RunFingerprints, content_digest, settings_digest
 from tempoformer.models.registry import MODEL_TYPES, validate_params
+
+# The fingerprint chain of this config's runs (src/tempoformer/fingerprint.py).
+FINGERPRINTS = RunFingerprints(config, PACKAGE)
+KERNELS = FINGERPRINTS.kernels
 
 
 wildcard_constraints:
@@ -34,7 +36,7 @@ def code(subcommand, *modules):
     """What decides a rerun of a job running `tempoformer <subcommand>`: a digest of the code it
     runs, derived from the package's import graph (src/tempoformer/fingerprint.py), plus
     `modules` (those the model registry names for a model type). A rule carries it as a param."""
-    return graph(PACKAGE).code_digest(subcommand, *modules)
+    return FINGERPRINTS.code(subcommand, *modules)
 
 
 def _as_list(paths):
@@ -50,50 +52,11 @@ def external(paths):
     return [ancient(p) for p in _as_list(paths)]
 
 
-def content_digest(paths):
-    """sha1 over every file under `paths` (relative names and bytes), in a stable order."""
-    return _content_digest(tuple(_as_list(paths)))
-
-
-@functools.lru_cache(maxsize=None)
-def _content_digest(paths):
-    # Every job of a dataset asks for the same digest while the DAG is built: read the files once.
-    import hashlib
-
-    digest = hashlib.sha1()
-    for root in paths:
-        if os.path.isfile(root):
-            files, base = [root], os.path.dirname(root)
-        else:
-            files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)
-            base = root
-        for path in files:
-            digest.update(os.path.relpath(path, base).encode() + b"\0")
-            with open(path, "rb") as handle:
-                digest.update(hashlib.sha1(handle.read()).digest())
-    return digest.hexdigest()
-
-
-def model_type(model):
-    """A model entry's type: its `type` key, or its name (`tempoformer_no_rope: {type: tempoformer}`)."""
-    return MODELS[model].get("type", model)
-
-
-def model_spec(model):
-    return MODEL_TYPES[model_type(model)]
-
-
-def model_threads(model):
-    return MODELS[model].get("threads", config["threads"])
-
-
-def switched_off(model):
-    """An LLM entry without a model path (the paper configs list them all, off until set)."""
-    return model_spec(model).kind == "llm" and not MODELS[model]["params"].get("model")
-
-
-def dataset_models(dataset):
-    return [m for m in DATASETS[dataset]["models"] if not switched_off(m)]
+model_type = FINGERPRINTS.model_type
+model_spec = FINGERPRINTS.model_spec
+model_threads = FINGERPRINTS.model_threads
+switched_off = FINGERPRINTS.switched_off
+dataset_models = FINGERPRINTS.dataset_models
 
 
 # Start-up checks: every model a dataset runs exists, has a known type and valid params.
@@ -112,29 +75,10 @@ for _dataset, _spec in DATASETS.items():
             raise ValueError(f"config: {error}") from None
 
 
-def run_dir(dataset, model, window, fold, seed):
-    return f"{RESULTS}/{dataset}/runs/{model}/w{window}/fold{fold}/seed{seed}"
-
-
-def model_folds(model):
-    """Folds a model runs: all, or its `folds` (a CPU budget: the tables count the runs per cell)."""
-    return MODELS[model].get("folds", list(range(config["n_folds"])))
-
-
-def model_seeds(model):
-    return MODELS[model].get("seeds", config["seeds"])
-
-
-def configured_runs():
-    """(dataset, model, window, fold, seed) of every run the config asks for."""
-    return [
-        (dataset, model, window, fold, seed)
-        for dataset in DATASETS
-        for model in dataset_models(dataset)
-        for window in MODELS[model]["windows"]
-        for fold in model_folds(model)
-        for seed in model_seeds(model)
-    ]
+run_dir = FINGERPRINTS.run_dir
+model_folds = FINGERPRINTS.model_folds
+model_seeds = FINGERPRINTS.model_seeds
+configured_runs = FINGERPRINTS.configured_runs
 
 
 def all_runs():
@@ -146,45 +90,12 @@ def all_runs():
 # fingerprint equals the current one is up to date whatever the files' dates, and whether or
 # not the intermediate files exist (a fresh clone has the committed runs, not the posts), so
 # it is never planned. Each rule's settings come from the same functions as its fingerprint.
-def ingest_settings(dataset):
-    spec = DATASETS[dataset]
-    return {"format": spec["format"], "options": spec.get("options", {}), "labels": spec["labels"]}
-
-
-def folds_settings(dataset):
-    return {"n_folds": config["n_folds"], "seed": config["fold_seed"],
-            "dev_ratio": DATASETS[dataset].get("dev_ratio", 0.25)}
-
-
-def train_settings(model, dataset, window, fold, seed):
-    return {"type": model_type(model), "params": MODELS[model]["params"], "labels": DATASETS[dataset]["labels"],
-            "window": int(window), "fold": int(fold), "seed": int(seed), "threads": model_threads(model),
-            "kernels": KERNELS}
-
-
-def raw_fingerprint(dataset):
-    spec = DATASETS[dataset]
-    if "synthetic" in spec:
-        return settings_digest("synthetic-lrs", code("synthetic-lrs"), spec["synthetic"])
-    if spec.get("path"):
-        return content_digest(spec["path"])
-    return ""  # a packaged corpus (chitchat): its version is pinned with the environment
-
-
-@functools.lru_cache(maxsize=None)
-def posts_fingerprint(dataset):
-    return settings_digest("ingest", code("ingest"), dataset, ingest_settings(dataset), raw_fingerprint(dataset))
-
-
-def run_fingerprint(dataset, model, window, fold, seed):
-    spec, posts = model_spec(model), posts_fingerprint(dataset)
-    upstream = [settings_digest("folds", code("folds"), posts, folds_settings(dataset))]
-    if spec.needs_window:
-        upstream.append(settings_digest("windows", code("windows"), posts, int(window)))
-    if spec.needs_embeddings:
-        upstream.append(settings_digest("embed", code("embed"), posts, config["embedding_model"], KERNELS))
-    return settings_digest("train", code("train", *spec.code_modules()),
-                           train_settings(model, dataset, window, fold, seed), posts, upstream)
+ingest_settings = FINGERPRINTS.ingest_settings
+folds_settings = FINGERPRINTS.folds_settings
+train_settings = FINGERPRINTS.train_settings
+raw_fingerprint = FINGERPRINTS.raw
+posts_fingerprint = FINGERPRINTS.posts
+run_fingerprint = FINGERPRINTS.run
 
 
 def recorded_fingerprint(run):
