@@ -49,7 +49,7 @@ def digests(root: Path) -> dict[str, str]:
 def test_a_transitive_edit_changes_exactly_the_commands_that_reach_it(tmp_path):
     root = write(tmp_path, TOY)
     before = digests(root)
-    (root / "stage" / "middle.py").write_text(TOY["stage/middle.py"] + "# a comment is a byte too\n")
+    (root / "stage" / "middle.py").write_text(TOY["stage/middle.py"] + "\nLIMIT = 3\n")
     after = digests(root)
     assert after["first"] != before["first"]  # cmd_first -> middle
     assert after["second"] == before["second"]  # cmd_second never imports middle
@@ -58,6 +58,43 @@ def test_a_transitive_edit_changes_exactly_the_commands_that_reach_it(tmp_path):
     again = digests(root)
     # leaf is reached by cmd_first through middle, by cmd_second through a helper in its module
     assert again["first"] != after["first"] and again["second"] != after["second"]
+
+
+def test_comments_docstrings_and_layout_change_no_digest(tmp_path):
+    root = write(tmp_path, TOY)
+    before = digests(root)
+    (root / "stage" / "middle.py").write_text(
+        '"""A module docstring."""\n# a comment\nfrom ..leaf import f\n\n\n\n'
+        'def h(x):  # why h doubles\n    """Twice f."""\n    return (f(x)\n            * 2)\n')
+    (root / "leaf.py").write_text("def f(x):\n\n    return x+1  # spaces around + are layout\n")
+    assert digests(root) == before
+    (root / "leaf.py").write_text("def f(x):\n    return x + 1.0\n")  # an int became a float
+    assert digests(root)["first"] != before["first"]
+
+
+def test_a_string_that_is_not_a_docstring_still_counts(tmp_path):
+    root = write(tmp_path, TOY)
+    before = digests(root)
+    (root / "leaf.py").write_text('def f(x):\n    y = x + 1\n    "the second statement is data"\n    return y\n')
+    changed = digests(root)["first"]
+    (root / "leaf.py").write_text('def f(x):\n    y = x + 1\n    "another string"\n    return y\n')
+    assert digests(root)["first"] != changed != before["first"]
+
+
+def test_a_registry_entry_is_a_digest_of_its_own(tmp_path):
+    """models/registry.py's MODEL_TYPES is left out of its module's digest; a job adds its entry."""
+    files = {**TOY, "models/__init__.py": "",
+             "models/registry.py": 'DEFAULTS = {"lr": 1}\nMODEL_TYPES = {"a": ("tempoformer.other", 1)}\n'}
+    files["stage/middle.py"] = "from ..models import registry\n" + TOY["stage/middle.py"]
+    root = write(tmp_path, files)
+    before = ModuleGraph(root).code_digest("first")
+    registry = root / "models" / "registry.py"
+    registry.write_text('DEFAULTS = {"lr": 1}\nMODEL_TYPES = {"a": ("tempoformer.other", 1), "b": ("x", 2)}\n')
+    assert ModuleGraph(root).code_digest("first") == before
+    registry.write_text('DEFAULTS = {"lr": 2}\nMODEL_TYPES = {"a": ("tempoformer.other", 1)}\n')
+    assert ModuleGraph(root).code_digest("first") != before
+    graph = ModuleGraph(root)
+    assert graph.code_digest("first", entry={"a": 1}) != graph.code_digest("first", entry={"a": 2})
 
 
 def test_moving_a_module_and_fixing_its_imports_changes_no_digest(tmp_path):

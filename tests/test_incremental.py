@@ -107,11 +107,52 @@ def test_ingest_helper_edit_reruns_the_whole_chain(repo_copy):
     """data/ingest/_common.py (every reader's helpers) was missing from the hand-written lists."""
     repo, workdir, config = repo_copy
     common = repo / "src/tempoformer/data/ingest/_common.py"
-    common.write_text(common.read_text() + "\n# a comment is a change too\n")
+    common.write_text(common.read_text() + "\nREADER_VERSION = 2  # a line of code\n")
     after = dry_run(repo, workdir, config)
     assert after.returncode == 0, after.stderr[-2000:]
     jobs = planned_jobs(after)
     assert jobs["ingest"] == 2 and jobs["train"] == 18 and jobs["table1"] == 1, jobs
+
+
+def test_comments_docstrings_and_layout_rerun_nothing(repo_copy):
+    """training/loop.py is imported by every train job: a reworded docstring, a new comment and
+    other blank lines and line breaks change what no job computes."""
+    repo, workdir, config = repo_copy
+    loop = repo / "src/tempoformer/training/loop.py"
+    text = loop.read_text()
+    assert text.startswith('"""')
+    edited = ("# a comment a new contributor added\n"
+              + text.replace('"""', '"""A reworded docstring. ', 1).replace("\n\n\n", "\n\n\n\n"))
+    loop.write_text(edited)
+    result = dry_run(repo, workdir, config)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-3000:]
+
+
+def test_arithmetic_change_in_ffn_history_reruns_only_ffn_history(repo_copy):
+    repo, workdir, config = repo_copy
+    module = repo / "src/tempoformer/models/ffn_history.py"
+    text = module.read_text()
+    expression = "/ weights.sum(1)"
+    assert text.count(expression) == 1
+    module.write_text(text.replace(expression, "/ weights.sum(1).clamp(min=1.0)"))
+    result = dry_run(repo, workdir, config)
+    assert result.returncode == 0, result.stderr[-2000:]
+    runs = planned_train_jobs(result)
+    assert runs and all(run.startswith("ffn_history/") for run in runs), runs
+    assert planned_jobs(result) == {"stale_run": len(runs), "train": len(runs), "aggregate": 1, "all": 1}
+
+
+def test_added_registry_entry_reruns_nothing(repo_copy):
+    """The extension path of models/registry.py: a new model type is a line in MODEL_TYPES."""
+    repo, workdir, config = repo_copy
+    registry = repo / "src/tempoformer/models/registry.py"
+    text = registry.read_text()
+    line = next(line for line in text.splitlines() if '_stream("ffn_history"' in line)
+    registry.write_text(text.replace(line, line + "\n" + line.replace('"ffn_history", ', '"ffn_history_wide", ', 1)))
+    result = dry_run(repo, workdir, config)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-3000:]
 
 
 def test_moved_module_reruns_nothing(repo_copy):

@@ -1,21 +1,28 @@
 """Content fingerprints that decide when a job reruns: the code a job runs, derived from the
 package's import graph, and the settings and data it reads.
 
-The workflow (workflow/rules/common.smk) reads this module while it builds the DAG; no job
-imports it.
+The workflow (workflow/rules/common.smk) reads this module while it builds the DAG, and so does
+scripts/migrate_fingerprints.py; no job imports it. `RunFingerprints` chains the digests of a
+config's training runs along the DAG (raw corpus, ingest, folds, windows, embeddings, train).
 
 Code: each subcommand `x-y` is implemented by a function `cmd_x_y` in its stage's `cli.py`. A
 rule's code is that function plus the transitive closure of the package modules it imports (an
 import anywhere in a module counts, the lazy ones inside functions too, and importing
 `a.b.c` runs the `__init__` of `a` and `a.b`). Model types add the modules the registry names
-for them. The digest of that closure is taken over the modules' *contents*, with the module
-paths of the package's own imports (and module names in strings, as the registry has them)
-blanked out, plus the graph's edges between contents. So:
-- a changed byte anywhere in a module a job runs (code, comment, a lazily imported helper)
-  changes the digest and reruns the job and what follows from it;
+for them. The digest of that closure is taken over what each module *means*: its syntax tree
+without docstrings (comments and layout are not in the tree), with the module paths of the
+package's own imports (and module names in strings, as the registry has them) blanked out,
+plus the graph's edges between modules. So:
+- a changed expression, statement, name or default anywhere in a module a job runs (a lazily
+  imported helper too) changes the digest and reruns the job and what follows from it;
+- comments, docstrings, blank lines, line breaks and indentation style change no digest and
+  rerun nothing;
 - moving or renaming a module, and fixing the imports that name it, changes no digest and
   reruns nothing;
-- a module the job never imports (another model's, another stage's) is not part of it.
+- a module the job never imports (another model's, another stage's) is not part of it;
+- the model registry's table (`MODEL_TYPES`, ENTRY_TABLES below) is not part of its module's
+  digest: a training job takes its own entry instead (`registry_entry`), so adding a model type
+  or editing another type's entry reruns nothing else.
 
 Data files inside the package (the paper's numbers) count as read by a module that names the
 file, or its folder, in a string (`Path(__file__).with_name("paper")`). What a digest does not
@@ -26,6 +33,8 @@ software-env trigger cover those).
 from __future__ import annotations
 
 import ast
+import copy
+import dataclasses
 import functools
 import hashlib
 import json
@@ -34,6 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = "tempoformer"
+# A table of entries in a module, each entry part of the digest of the jobs that use it rather
+# than of every job that imports the module: adding a model type reruns no other model's runs.
+ENTRY_TABLES = {"tempoformer.models.registry": "MODEL_TYPES"}
 
 
 @dataclass(frozen=True)
@@ -90,17 +102,14 @@ class ModuleGraph:
         return None
 
     def _node(self, module: str, source: str, is_package: bool, segment: ast.AST | None = None) -> Node:
+        """The digest of a module (or of one top-level definition of it, `segment`): its syntax
+        tree without docstrings, with the package's own imports reduced to the names they bind
+        and module names in strings blanked, and the package modules and data files it reads."""
         tree = ast.parse(source)
+        if segment is None and module in ENTRY_TABLES:
+            tree.body = [n for n in tree.body if _assigned_name(n) != ENTRY_TABLES[module]]
         scope = segment if segment is not None else tree
-        edits, imports = [], set()
-        data = source.encode()
-        offsets = [0]  # byte offset of each line: ast's col_offset counts UTF-8 bytes
-        for line in data.splitlines(keepends=True):
-            offsets.append(offsets[-1] + len(line))
-
-        def span(n):
-            return offsets[n.lineno - 1] + n.col_offset, offsets[n.end_lineno - 1] + n.end_col_offset
-
+        imports: set[str] = set()
         # the module-level imports of a function's module run too
         nodes = list(ast.walk(scope))
         if segment is not None:
@@ -116,35 +125,20 @@ class ModuleGraph:
                 base = self._package_module(target)
                 if base or found:
                     imports.update(found or [base])
-                    names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in n.names)
-                    if segment is None or _inside(n, segment):
-                        edits.append((*span(n), f"import {names}"))
             elif isinstance(n, ast.Import):
-                found = [m for a in n.names if (m := self._package_module(a.name))]
-                if found:
-                    imports.update(found)
-                    if segment is None or _inside(n, segment):
-                        edits.append((*span(n), "import " + ", ".join(a.asname or "" for a in n.names)))
+                imports.update(m for a in n.names if (m := self._package_module(a.name)))
             elif isinstance(n, ast.Constant) and isinstance(n.value, str):
                 name = n.value.split(":")[0]
-                if name.split(".")[0] == PACKAGE and self._package_module(name) == name:
-                    edits.append((*span(n), '"<module>"'))  # a module named in a string: no edge
-                elif n.value and "/" not in n.value:
+                if not (name.split(".")[0] == PACKAGE and self._package_module(name) == name) \
+                        and n.value and "/" not in n.value:
                     imports.update(self.data_files.get(self._folder(module, is_package) / n.value, []))
         for parent in [i for i in imports if not i.startswith("data:")]:  # a.b.c runs a/__init__, a/b/__init__
             parts = parent.split(".")
             imports.update(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in self.sources)
-        start, end = span(segment) if segment is not None else (0, len(data))
-        text = b""
-        cursor = start
-        for a, b, replacement in sorted(e for e in edits if start <= e[0] and e[1] <= end):
-            if a < cursor:
-                continue  # nested in an edit already made
-            text += data[cursor:a] + replacement.encode()
-            cursor = b
-        text += data[cursor:end]
         imports.discard(module)
-        return Node(hashlib.sha256(text).hexdigest(), frozenset(imports))
+        meaning = _Meaning(self, module, is_package).visit(scope)
+        text = ast.dump(meaning, annotate_fields=False, include_attributes=False)
+        return Node(hashlib.sha256(text.encode()).hexdigest(), frozenset(imports))
 
     def _folder(self, module: str, is_package: bool) -> Path:
         parts = module.split(".")[1:] if is_package else module.split(".")[1:-1]
@@ -205,18 +199,72 @@ class ModuleGraph:
                 return self.function_node(module, function)
         raise ValueError(f"no stage cli.py of {self.root} defines {function} (subcommand {name!r})")
 
-    def code_digest(self, subcommand: str, *modules: str) -> str:
+    def code_digest(self, subcommand: str, *modules: str, entry: dict | None = None) -> str:
         """What decides a rerun of a job that runs `tempoformer <subcommand>`, with `modules`
-        (dotted names: those the model registry names for a model type) on top."""
+        (dotted names: those the model registry names for a model type) and the job's own
+        registry `entry` (JSON-able) on top."""
         missing = [m for m in modules if m not in self.sources]
         if missing:
             raise ValueError(f"modules {missing} are not in {self.root}")
-        return self.digest([self.subcommand(subcommand)], modules)
+        digest = self.digest([self.subcommand(subcommand)], modules)
+        if entry is None:
+            return digest
+        return hashlib.sha256(json.dumps([digest, entry], sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _inside(node: ast.AST, outer: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
         (node.end_lineno, node.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
+
+
+def _assigned_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
+
+
+class _Meaning(ast.NodeTransformer):
+    """A syntax tree reduced to what it computes, for a digest: no docstrings (comments and
+    layout are not in the tree at all); the package's own imports as the names they bind, not
+    the module path they name (a moved module reruns nothing); a module named in a string (the
+    registry's way) as "<module>"."""
+
+    def __init__(self, graph: "ModuleGraph", module: str, is_package: bool):
+        self.graph, self.module, self.is_package = graph, module, is_package
+
+    def visit(self, node):
+        return super().visit(copy.deepcopy(node)) if node is not None else None
+
+    def generic_visit(self, node):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+        return super().generic_visit(node)
+
+    def visit_ImportFrom(self, node):
+        target = _resolve(node, self.module, self.is_package)
+        own = self.graph._package_module(target) or any(
+            self.graph._package_module(f"{target}.{a.name}") == f"{target}.{a.name}" for a in node.names)
+        if not own:
+            return node
+        return ast.Expr(ast.Constant("import " + ", ".join(a.name + (f" as {a.asname}" if a.asname else "")
+                                                          for a in node.names)))
+
+    def visit_Import(self, node):
+        if not any(self.graph._package_module(a.name) for a in node.names):
+            return node
+        return ast.Expr(ast.Constant("import " + ", ".join(a.asname or "" for a in node.names)))
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str):
+            name = node.value.split(":")[0]
+            if name.split(".")[0] == PACKAGE and self.graph._package_module(name) == name:
+                return ast.Constant("<module>")
+        return node
 
 
 @functools.lru_cache(maxsize=None)
@@ -252,6 +300,14 @@ def _content_digest(paths) -> str:
             with open(path, "rb") as handle:
                 digest.update(hashlib.sha1(handle.read()).digest())
     return digest.hexdigest()
+
+
+def registry_entry(spec) -> dict:
+    """What a model type's runs take from the model registry: its entry (type name, kind, module,
+    builder, config, flags, extras, saver) and its kind's training defaults."""
+    from .models.registry import TRAIN_DEFAULTS
+
+    return {"entry": dataclasses.asdict(spec), "train_defaults": TRAIN_DEFAULTS.get(spec.kind)}
 
 
 class RunFingerprints:
@@ -345,7 +401,8 @@ class RunFingerprints:
         return self._posts[dataset]
 
     def train_code(self, model: str) -> str:
-        return self.code("train", *self.model_spec(model).code_modules())
+        spec = self.model_spec(model)
+        return graph(self.package_dir).code_digest("train", *spec.code_modules(), entry=registry_entry(spec))
 
     def run(self, dataset, model, window, fold, seed) -> str:
         spec, posts = self.model_spec(model), self.posts(dataset)
