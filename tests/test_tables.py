@@ -7,7 +7,8 @@ import pytest
 
 from tempoformer.reporting.render import Table
 from tempoformer.reporting.significance import macro_f1, paired_bootstrap
-from tempoformer.reporting.tables import Dataset, aggregate
+from tempoformer.reporting.aggregate import aggregate
+from tempoformer.reporting.tables import Dataset
 
 
 def write_run(root, fold, seed, gold, pred, scores, dev=0.5, model="random", window=1, dataset="toy", rows=None):

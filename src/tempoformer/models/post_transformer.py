@@ -115,7 +115,7 @@ def setup(data, params: dict, window: int):
     from transformers import AutoTokenizer
 
     from ..data.embed import backbone_path
-    from ..training.loop import TrainSettings
+    from ..training.settings import TrainSettings
 
     settings_fields = {f for f in TrainSettings.__dataclass_fields__}
     path = backbone_path(params.get("backbone", "minilm"))

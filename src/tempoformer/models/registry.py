@@ -7,7 +7,7 @@ test. Adding a model type is its own module plus one line here.
 A config entry names a model and gives its type (default: its name), so ablations and variants
 are entries such as `tempoformer_no_rope: {type: tempoformer, params: {rope: false}}`. The
 params a type accepts are its config's fields (a dataclass, or a class's keyword arguments),
-the training settings of `training.loop.TrainSettings` for trained kinds, and the extras below;
+the training settings of `training.settings.TrainSettings` for trained kinds, and the extras below;
 `validate_params` checks names and types before any job starts.
 
 Nothing here imports torch: the workflow reads this module while it builds the DAG.
@@ -22,7 +22,7 @@ import types
 import typing
 from dataclasses import dataclass
 
-# How each kind is trained: the loop's default settings (training.loop.TrainSettings).
+# How each kind is trained: the loop's default settings (training.settings.TrainSettings).
 TRAIN_DEFAULTS = {
     "stream": {"optimizer": "adam", "schedule": "none", "batching": "shuffle"},
     "window_transformer": {"optimizer": "adamw", "schedule": "linear", "batching": "chunk"},
@@ -116,7 +116,7 @@ def accepted_params(spec: ModelType) -> dict[str, object]:
     for name in spec.ignored_config_fields:
         accepted.pop(name, None)
     if spec.kind in TRAINED_KINDS:
-        from ..training.loop import TrainSettings
+        from ..training.settings import TrainSettings
 
         hints = typing.get_type_hints(TrainSettings)
         accepted.update({f.name: hints[f.name] for f in dataclasses.fields(TrainSettings)})

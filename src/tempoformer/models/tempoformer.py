@@ -468,7 +468,7 @@ def setup(data, params: dict, window: int):
 
     from ..data.embed import backbone_path
     from ..data.windows import window_arrays
-    from ..training.loop import TrainSettings
+    from ..training.settings import TrainSettings
 
     path = backbone_path(params.get("backbone", "minilm"))
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)

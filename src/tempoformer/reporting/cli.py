@@ -10,7 +10,8 @@ from ..arguments import json_arg
 
 
 def cmd_aggregate(args):
-    from .tables import aggregate, datasets_from_spec
+    from .aggregate import aggregate
+    from .tables import datasets_from_spec
 
     aggregate(args.metrics, datasets_from_spec(args.datasets), args.out_dir, args.figures_dir,
               resamples=args.resamples, seed=args.bootstrap_seed)

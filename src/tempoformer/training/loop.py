@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -22,24 +21,11 @@ from ..atomic import write_with
 from ..device import autocast
 from .losses import focal_loss
 from .metrics import f1_scores
+from .settings import TrainSettings
 
 log = logging.getLogger(__name__)
 
 MakeBatch = Callable[[np.ndarray], dict[str, torch.Tensor]]
-
-
-@dataclass
-class TrainSettings:
-    lr: float
-    epochs: int
-    batch_size: int
-    patience: int = 3
-    grad_accum: int = 1
-    optimizer: str = "adam"  # "adam" (stream baselines) | "adamw" (transformers)
-    schedule: str = "none"  # "none" | "linear" (linear decay to 0, stepped per optimizer step)
-    weight_decay: float = 0.0
-    batching: str = "shuffle"  # "shuffle" rows | "chunk": consecutive rows, chunks shuffled
-    eval_batch_size: int = 64
 
 
 def batches(rows: np.ndarray, settings: TrainSettings, rng: np.random.Generator):

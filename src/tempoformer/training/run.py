@@ -28,9 +28,10 @@ from ..device import pick_device, set_threads
 from ..models.registry import TRAIN_DEFAULTS, ModelType, validate_params
 from ..models.registry import model_type as get_model_type
 from .lock import run_lock
-from .loop import TrainSettings, fit, grid, predict_proba
+from .loop import fit, grid, predict_proba
 from .losses import focal_alpha
 from .metrics import f1_scores
+from .settings import TrainSettings
 
 logger = logging.getLogger(__name__)
 
