@@ -1,4 +1,4 @@
-# Raw corpus → canonical post table (DESIGN.md §3).
+# Raw corpus → canonical post table (src/tempoformer/data/posts.py: POST_SCHEMA, validate_posts).
 
 
 rule synthetic_lrs:

@@ -1,4 +1,5 @@
-"""The canonical post table (DESIGN.md §3) and the checks every reader's output must pass.
+"""The canonical post table, defined here (columns: `POST_SCHEMA`; rules: `validate_posts`; the
+README's "Stages" table lists the columns), and the checks every reader's output must pass.
 
 One row per post, rows sorted by (timeline_id, position); a row's index in this table is the
 post's global index, which windows, folds and embeddings refer to.

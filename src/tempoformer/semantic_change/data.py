@@ -26,7 +26,8 @@ In both cases the model sees the word without its tag (a tag would only add word
 results are reported under the original target name (`plane_nn`), which is how the truth names it.
 
 Bad input stops with an InputError naming the file, the line and the problem; blank lines are
-skipped, counted and logged (DESIGN.md §3: nothing is dropped silently).
+skipped, counted and logged (nothing is dropped silently: the rule every corpus reader follows,
+src/tempoformer/data/ingest/__init__.py).
 """
 
 from __future__ import annotations

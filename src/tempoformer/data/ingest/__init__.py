@@ -1,4 +1,5 @@
-"""Corpus readers: each turns one raw format into the canonical post table (DESIGN.md §3).
+"""Corpus readers: each turns one raw format into the canonical post table (its columns and
+checks: `POST_SCHEMA` and `validate_posts` in src/tempoformer/data/posts.py).
 
 Every reader module has `read(path, dataset=..., labels=None, **options) -> polars.DataFrame`
 and `LABELS` (class names, minority class first). Bad input raises posts.InputError naming the

@@ -11,8 +11,9 @@ Accepted layouts (chosen from what `path` is):
 
 A thread is a timeline: the source tweet first, then the replies by (parsed created_at, int(id)).
 Twitter ids grow with creation time, so the id breaks ties the way the tweets were posted.
-Labels follow the authors' switch rule (DESIGN.md §3), see `switch_labels`. Tweets created
-outside [earliest_timestamp, latest_timestamp] are refused (see the package docstring).
+Labels follow the authors' switch rule, written out in `switch_labels` below (checked against
+two hand-made threads in tests/test_ingest_lrs.py). Tweets created outside [earliest_timestamp,
+latest_timestamp] are refused (see the package docstring).
 """
 
 from __future__ import annotations
