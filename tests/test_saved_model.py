@@ -20,7 +20,7 @@ import torch
 from conftest import REPO
 from test_predict import LABELS, MAX_TOKENS, WINDOW, jsonl, stream_posts, tiny_backbone
 from tempoformer.cli import main as tempoformer_main
-from tempoformer.models.tempoformer import TempoFormer, TempoFormerConfig, collate_windows
+from tempoformer.models.tempoformer import TempoFormerConfig, build_model, collate_windows
 from tempoformer.serving.saved_model import (META_FILE, WEIGHTS_FILE, FastTokenizer, SavedModelError,
                                              load_trained, save_trained)
 
@@ -37,7 +37,7 @@ def build(backbone_dir, head="tempoformer", attn="sdpa"):
 
     torch.manual_seed(1)
     backbone = AutoModel.from_pretrained(backbone_dir, attn_implementation=attn, local_files_only=True)
-    model = TempoFormer(TempoFormerConfig(backbone=str(backbone_dir), num_labels=2, window=WINDOW, head=head),
+    model = build_model(TempoFormerConfig(backbone=str(backbone_dir), num_labels=2, window=WINDOW, head=head),
                         backbone=backbone)
     with torch.no_grad():  # larger weights than the 0.02 init: any difference in the maths shows
         for name, p in model.named_parameters():

@@ -9,10 +9,14 @@ import torch
 from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
 from tempoformer.models.tempoformer import (
+    HEADS,
     Packing,
+    RoBERT,
+    RoTempoFormer,
     TempoFormer,
     TempoFormerConfig,
     bmm_attention,
+    build_model,
     collate_windows,
     extended_mask,
     packed_layer,
@@ -34,7 +38,7 @@ def tiny_bert(seed=0, dropout=0.1):
 def make(seed=0, **kw):
     cfg = TempoFormerConfig(backbone="unused", num_labels=C, window=W, **kw)
     torch.manual_seed(seed + 100)
-    return TempoFormer(cfg, tiny_bert(seed)).eval()
+    return build_model(cfg, tiny_bert(seed)).eval()
 
 
 @pytest.fixture
@@ -415,6 +419,24 @@ def test_recurrent_heads(batch, head, pooling):
     torch.testing.assert_close(m(**{**batch, "window_index": wi}), out, atol=1e-6, rtol=0)
 
 
+def test_each_head_is_its_own_class():
+    """The config's head names the model: build_model builds its class (HEADS), and a class refuses
+    a config of another head (a saved config, which records the head, rebuilds the same class)."""
+    assert HEADS == {"tempoformer": TempoFormer, "rotempoformer": RoTempoFormer, "robert": RoBERT}
+    for head, cls in HEADS.items():
+        m = make(head=head)
+        assert type(m) is cls and m.config.head == head
+        assert hasattr(m, "tempo_layers") == (head != "robert")
+        assert hasattr(m, "classifier") == (head == "tempoformer") and hasattr(m, "lstm_head") == (head != "tempoformer")
+    cfg = TempoFormerConfig(backbone="unused", num_labels=C, window=W)
+    with pytest.raises(ValueError, match="unknown head 'lstm'"):
+        build_model(dataclasses.replace(cfg, head="lstm"), tiny_bert(0))
+    with pytest.raises(ValueError, match="RoBERT is the model of head 'robert', not 'tempoformer'"):
+        RoBERT(cfg, tiny_bert(0))
+    with pytest.raises(ValueError, match="TempoFormer is the model of head 'tempoformer', not 'rotempoformer'"):
+        TempoFormer(dataclasses.replace(cfg, head="rotempoformer"), tiny_bert(0))
+
+
 def test_roberta_backbone(batch):
     torch.manual_seed(0)
     rc = RobertaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
@@ -500,7 +522,7 @@ def test_auto_pooling_follows_the_minilm_sentence_transformers_config(caplog):
     assert sentence_transformers_pooling(path) == "mean"
     assert resolve_post_pooling("auto", path) == "mean"
     with caplog.at_level(logging.WARNING, logger="tempoformer.models.pooling"):
-        m = TempoFormer(TempoFormerConfig(backbone=path, num_labels=2, window=2, head="robert")).eval()
+        m = build_model(TempoFormerConfig(backbone=path, num_labels=2, window=2, head="robert")).eval()
     assert m.config.post_pooling == "mean" and m.pooler_dense is None and not caplog.records
     texts = ["okay so what do you think about the weather", "um yeah"]
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)

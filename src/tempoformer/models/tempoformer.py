@@ -10,6 +10,8 @@ In the fast path (`forward`) every layer runs on packed tokens: every per-token 
 LayerNorms, FFN, stream embedding) sees only real tokens, padding exists only inside attention
 (`packed_layer`). `forward_naive` is the authors' computation, kept as the reference; `encode_local`
 runs the local layers padded ([P, L, H], the contract serving relies on to cache local states).
+One class per model (TempoFormer, RoTempoFormer, RoBERT) over a shared base (WindowModel); the
+config's `head` names the model, and `build_model` builds it from the table HEADS.
 """
 
 import copy
@@ -253,15 +255,27 @@ class LSTMHead(nn.Module):
         return self.ffn(h[-1])
 
 
-class TempoFormer(nn.Module):
-    """TempoFormer over a HF BERT/RoBERTa backbone; `head` selects the classifier (the paper's FFN
-    on local ‖ fused post vector, RoTempoFormer's LSTM over the fused vectors, or RoBERT's LSTM
-    over the plain backbone's post vectors)."""
+class WindowModel(nn.Module):
+    """What the TempoFormer family shares, over a HF BERT/RoBERTa backbone: the backbone's
+    embeddings and local layers (each post alone), the post vector ([CLS] through the pooler, or
+    the token mean), the windows' layout, and forward / forward_from_local / forward_naive, which
+    hand the encoded posts to the model's own head (`_packed_head`, `_naive_head`).
+
+    One class per model (`HEADS` below): TempoFormer, RoTempoFormer and RoBERT. The config's `head`
+    names the model; `build_model(config)` builds the class it names. A class takes only configs
+    of its own head, so a saved config (which records `head`) always rebuilds the same class.
+    Submodules are registered in one order for every class (embeddings, local layers, pooler, the
+    TempoFormer layers, the head's modules): the parameter initialisation and the state_dict keys
+    are those of the single class that held all three models before (issue 66)."""
+
+    head: str = ""  # the config's `head` that names this model
+    tempo = True  # the top two backbone layers become TempoFormer layers (False: RoBERT keeps them)
 
     def __init__(self, config: TempoFormerConfig, backbone=None):
         super().__init__()
-        if config.head not in ("tempoformer", "rotempoformer", "robert"):
-            raise ValueError(f"unknown head {config.head!r}")
+        if config.head != self.head:
+            raise ValueError(f"{type(self).__name__} is the model of head {self.head!r}, not {config.head!r}; "
+                             "build_model(config) builds the class of the config's head")
         if config.tempo_layer_init not in ("pretrained", "random"):
             raise ValueError(f"unknown tempo_layer_init {config.tempo_layer_init!r}")
         pooling = resolve_post_pooling(config.post_pooling, config.backbone)
@@ -275,16 +289,15 @@ class TempoFormer(nn.Module):
         self.config = config = dataclasses.replace(config, post_pooling=pooling)
         self.mean_pooling = pooling == "mean"
         bc = backbone.config
-        H, heads, n = bc.hidden_size, bc.num_attention_heads, bc.num_hidden_layers
+        H, n = bc.hidden_size, bc.num_hidden_layers
         layers = backbone.encoder.layer
-        tempo = config.head != "robert"
-        if tempo and n < 3:
+        if self.tempo and n < 3:
             raise ValueError(f"TempoFormer needs >= 3 backbone layers, got {n}")
 
         # submodules are taken from the backbone (not the whole backbone): its top two layers are
         # replaced, and keeping them would leave parameters that never get a gradient
         self.embeddings = backbone.embeddings
-        self.local_layers = nn.ModuleList(layers[: n - 2] if tempo else layers)
+        self.local_layers = nn.ModuleList(layers[: n - 2] if self.tempo else layers)
         if self.mean_pooling:
             self.pooler_dense = None  # a mean-pooled post is read as it is: no pooler anywhere
         elif backbone.pooler is not None:
@@ -294,36 +307,18 @@ class TempoFormer(nn.Module):
             backbone._init_weights(self.pooler_dense)
 
         new = []  # transformer-side modules absent from the checkpoint: initialised like the backbone's
-        if tempo:
-            self.tempo_layers = nn.ModuleList()
-            for i in (n - 2, n - 1):
-                word = copy.deepcopy(layers[i])
-                if config.tempo_layer_init == "random":
-                    for p in word.parameters():  # HF's init skips tensors flagged as loaded
-                        if hasattr(p, "_is_hf_initialized"):
-                            del p._is_hf_initialized
-                    word.apply(backbone._init_weights)
-                self.tempo_layers.append(TempoLayer(
-                    word, config.window, H, heads, bc.layer_norm_eps, bc.hidden_dropout_prob,
-                    config.stream_embeddings, config.rope, self.mean_pooling))
-                new += [m for name, m in self.tempo_layers[-1].named_children() if name != "word"]
-        if config.head == "tempoformer":
-            if config.gate_norm:
-                self.gate_norm = GateNorm(H, bc.layer_norm_eps)
-                new.append(self.gate_norm)
-            c = config.classifier_hidden
-            self.classifier = nn.Sequential(
-                nn.Linear(2 * H, c), nn.ReLU(), nn.Dropout(config.dropout),
-                nn.Linear(c, c), nn.ReLU(), nn.Dropout(config.dropout),
-                nn.Linear(c, config.num_labels),
-            )
-        else:
-            if config.head == "rotempoformer" and config.gate_norm:
-                self.gate_norm = GateNorm(H, bc.layer_norm_eps)  # fuses every post's vector
-                new.append(self.gate_norm)
-            self.lstm_head = LSTMHead(H, config)  # plain torch init, like the classifier MLP
+        self._build_stream(backbone, new)
+        self._build_head(bc, new)
         for m in new:
             m.apply(backbone._init_weights)
+
+    def _build_stream(self, backbone, new: list) -> None:
+        """The modules between the local layers and the head (none here); appends to `new`
+        those that the backbone's initialisation initialises."""
+
+    def _build_head(self, bc, new: list) -> None:
+        """The head's modules; appends to `new` those that the backbone's initialisation initialises."""
+        raise NotImplementedError
 
     def pool(self, v: torch.Tensor) -> torch.Tensor:
         """A post vector [..., H] as the heads read it: with [CLS] pooling through the backbone's
@@ -361,14 +356,12 @@ class TempoFormer(nn.Module):
         input_ids = input_ids[window_index].flatten(0, 1)  # [B*w, L]
         attention_mask = attention_mask[window_index].flatten(0, 1)
         h = self.encode_local(input_ids, attention_mask)  # [B*w, L, H]
-        if self.config.head == "robert":
-            return self.lstm_head(self.post_vectors(h, attention_mask).view(B, w, -1), window_mask)
-        local = self.post_vectors(h.view(B, w, *h.shape[1:])[:, -1], attention_mask.view(B, w, -1)[:, -1])
-        pos = torch.arange(B * w, device=h.device)  # every slot, padding included, is a row
-        x = h
-        for layer in self.tempo_layers:
-            h_word, h_stream, x = layer(x, attention_mask, slot.flatten(), pos, window_mask, coords)
-        return self._head(local, h_word, h_stream, window_mask)
+        return self._naive_head(h, attention_mask, B, w, window_mask, slot, coords)
+
+    def _naive_head(self, h, attention_mask, B, w, window_mask, slot, coords):
+        """forward_naive after the local layers: h [B*w, L, H] every window slot's states,
+        attention_mask [B*w, L] -> logits [B, num_labels]."""
+        raise NotImplementedError
 
     def _windows(self, window_index, window_mask, time_gap):
         B, w = window_index.shape
@@ -397,11 +390,65 @@ class TempoFormer(nn.Module):
             post_vec = posts.mean(hp)  # [P, H]
         else:
             post_vec = None  # pooled [CLS]: only the posts a head reads go through the pooler
+        return self._packed_head(hp, posts, post_vec, window_index, window_mask, slot, coords)
 
-        if self.config.head == "robert":
-            per_post = post_vec if post_vec is not None else self.pool(hp.index_select(0, posts.starts))
-            return self.lstm_head(per_post[window_index], window_mask)
+    def _packed_head(self, hp, posts: Packing, post_vec, window_index, window_mask, slot, coords):
+        """forward after the local layers: hp [Tp, H] the distinct posts' real tokens packed (posts'
+        layout), post_vec [P, H] their token means (None with [CLS] pooling) -> logits [B, num_labels]."""
+        raise NotImplementedError
 
+
+class RoBERT(WindowModel):
+    """RoBERT (Pappagari et al. 2019): every backbone layer encodes each post alone, and an LSTM
+    over the window's post vectors in order classifies (LSTMHead); no TempoFormer layers."""
+
+    head = "robert"
+    tempo = False
+
+    def _build_head(self, bc, new: list) -> None:
+        self.lstm_head = LSTMHead(bc.hidden_size, self.config)  # plain torch init, like the classifier MLP
+
+    def _naive_head(self, h, attention_mask, B, w, window_mask, slot, coords):
+        return self.lstm_head(self.post_vectors(h, attention_mask).view(B, w, -1), window_mask)
+
+    def _packed_head(self, hp, posts, post_vec, window_index, window_mask, slot, coords):
+        per_post = post_vec if post_vec is not None else self.pool(hp.index_select(0, posts.starts))
+        return self.lstm_head(per_post[window_index], window_mask)
+
+
+class TempoStack(WindowModel):
+    """The models with TempoFormer layers: the backbone's top two layers become TempoLayers
+    (stream embedding, the word layer, temporal rotary MHA over the window's post vectors), whose
+    last one gives each window's post vectors before (h_word) and after (h_stream) the rotary
+    MHA; `_head(local, h_word, h_stream, window_mask)` is the model's classifier."""
+
+    def _build_stream(self, backbone, new: list) -> None:
+        config, bc = self.config, backbone.config
+        H, heads, n = bc.hidden_size, bc.num_attention_heads, bc.num_hidden_layers
+        layers = backbone.encoder.layer
+        self.tempo_layers = nn.ModuleList()
+        for i in (n - 2, n - 1):
+            word = copy.deepcopy(layers[i])
+            if config.tempo_layer_init == "random":
+                for p in word.parameters():  # HF's init skips tensors flagged as loaded
+                    if hasattr(p, "_is_hf_initialized"):
+                        del p._is_hf_initialized
+                word.apply(backbone._init_weights)
+            self.tempo_layers.append(TempoLayer(
+                word, config.window, H, heads, bc.layer_norm_eps, bc.hidden_dropout_prob,
+                config.stream_embeddings, config.rope, self.mean_pooling))
+            new += [m for name, m in self.tempo_layers[-1].named_children() if name != "word"]
+
+    def _naive_head(self, h, attention_mask, B, w, window_mask, slot, coords):
+        local = self.post_vectors(h.view(B, w, *h.shape[1:])[:, -1], attention_mask.view(B, w, -1)[:, -1])
+        pos = torch.arange(B * w, device=h.device)  # every slot, padding included, is a row
+        x = h
+        for layer in self.tempo_layers:
+            h_word, h_stream, x = layer(x, attention_mask, slot.flatten(), pos, window_mask, coords)
+        return self._head(local, h_word, h_stream, window_mask)
+
+    def _packed_head(self, hp, posts, post_vec, window_index, window_mask, slot, coords):
+        B, w = window_index.shape
         current = window_index[:, -1]  # [B]
         local = post_vec[current] if post_vec is not None else self.pool(hp.index_select(0, posts.starts[current]))
         # the TempoFormer layers' rows: one per real window slot, each a copy of its post's tokens
@@ -423,12 +470,61 @@ class TempoFormer(nn.Module):
     def _head(self, local, h_word, h_stream, window_mask):
         """[B, H] local vector of the current post, [B, w, H] post vectors before/after the last
         rotary MHA -> logits [B, num_labels]."""
-        if self.config.head == "rotempoformer":
-            fused = self.gate_norm(h_word, h_stream) if self.config.gate_norm else h_stream  # [B, w, H]
-            return self.lstm_head(self.pool(fused), window_mask)
+        raise NotImplementedError
+
+
+class TempoFormer(TempoStack):
+    """TempoFormer (the paper): the current post's local vector ‖ its fused vector (GateNorm of its
+    vectors before and after the last rotary MHA, or the latter alone without gate_norm) -> FFN."""
+
+    head = "tempoformer"
+
+    def _build_head(self, bc, new: list) -> None:
+        config, H = self.config, bc.hidden_size
+        if config.gate_norm:
+            self.gate_norm = GateNorm(H, bc.layer_norm_eps)
+            new.append(self.gate_norm)
+        c = config.classifier_hidden
+        self.classifier = nn.Sequential(
+            nn.Linear(2 * H, c), nn.ReLU(), nn.Dropout(config.dropout),
+            nn.Linear(c, c), nn.ReLU(), nn.Dropout(config.dropout),
+            nn.Linear(c, config.num_labels),
+        )
+
+    def _head(self, local, h_word, h_stream, window_mask):
         hw, hs = h_word[:, -1], h_stream[:, -1]  # current post: [B, H]
         fused = self.gate_norm(hw, hs) if self.config.gate_norm else hs
         return self.classifier(torch.cat([local, fused], dim=-1))
+
+
+class RoTempoFormer(TempoStack):
+    """RoTempoFormer: every window post's fused vector (GateNorm, or h_stream alone without
+    gate_norm), pooled, through the RoBERT LSTM head."""
+
+    head = "rotempoformer"
+
+    def _build_head(self, bc, new: list) -> None:
+        if self.config.gate_norm:
+            self.gate_norm = GateNorm(bc.hidden_size, bc.layer_norm_eps)  # fuses every post's vector
+            new.append(self.gate_norm)
+        self.lstm_head = LSTMHead(bc.hidden_size, self.config)  # plain torch init, like the classifier MLP
+
+    def _head(self, local, h_word, h_stream, window_mask):
+        fused = self.gate_norm(h_word, h_stream) if self.config.gate_norm else h_stream  # [B, w, H]
+        return self.lstm_head(self.pool(fused), window_mask)
+
+
+# The config's `head` -> the model it names: the one table that setup, the saved-model loader and
+# every other builder go through (build_model).
+HEADS: dict[str, type[WindowModel]] = {"tempoformer": TempoFormer, "rotempoformer": RoTempoFormer, "robert": RoBERT}
+
+
+def build_model(config: TempoFormerConfig, backbone=None) -> WindowModel:
+    """The model that config.head names (HEADS), over `backbone` (a built HF model; default: the
+    one in config.backbone's folder)."""
+    if config.head not in HEADS:
+        raise ValueError(f"unknown head {config.head!r}")
+    return HEADS[config.head](config, backbone)
 
 
 def collate_windows(token_ids, window_rows, window_valid, log_gap, pad_id):
@@ -463,7 +559,8 @@ def collate_windows(token_ids, window_rows, window_valid, log_gap, pad_id):
 
 
 def setup(data, params: dict, window: int):
-    """(build(hp) -> TempoFormer, make_batch(rows) -> forward kwargs) for a training run's data."""
+    """(build(hp) -> the model of params' head (build_model), make_batch(rows) -> forward kwargs)
+    for a training run's data."""
     from transformers import AutoTokenizer
 
     from ..data.embed import backbone_path
@@ -484,7 +581,7 @@ def setup(data, params: dict, window: int):
         config = TempoFormerConfig(
             backbone=path, num_labels=len(data.labels), window=window, **{**model_kwargs, **model_hp}
         )
-        return TempoFormer(config)
+        return build_model(config)
 
     def make_batch(rows: np.ndarray) -> dict[str, torch.Tensor]:
         window_rows, valid, log_gap = window_arrays(data.streams, rows)

@@ -212,8 +212,9 @@ def _no_init():
 
 
 def _build(meta: dict, model_dir: Path):
-    """The TempoFormer that meta describes, with its backbone's layers; (model, on_meta_device)."""
-    from ..models.tempoformer import TempoFormer, TempoFormerConfig
+    """The model that meta describes (the class of its `head`: models.tempoformer.HEADS), with its
+    backbone's layers; (model, on_meta_device)."""
+    from ..models.tempoformer import TempoFormerConfig, build_model
     from . import bert
 
     path = model_dir / META_FILE
@@ -226,12 +227,12 @@ def _build(meta: dict, model_dir: Path):
     try:
         if bert.unsupported(backbone_config, attn) is None:
             with torch.device("meta"), _no_init():  # the saved tensors are assigned below
-                return TempoFormer(config, backbone=bert.Backbone(backbone_config, attn)), True
+                return build_model(config, backbone=bert.Backbone(backbone_config, attn)), True
         from transformers import AutoConfig, AutoModel
 
         hf_config = AutoConfig.for_model(backbone_config.pop("model_type"), **backbone_config)
         backbone = AutoModel.from_config(hf_config, **({"attn_implementation": attn} if attn else {}))
-        return TempoFormer(config, backbone=backbone), False  # random weights, replaced by the load
+        return build_model(config, backbone=backbone), False  # random weights, replaced by the load
     except (TypeError, ValueError, KeyError, AttributeError) as error:
         raise SavedModelError(path, f"cannot build the model it describes ({type(error).__name__}: {error})") from None
 
