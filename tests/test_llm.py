@@ -258,7 +258,7 @@ def test_run_training_writes_llm_predictions_for_every_test_post(tmp_path, make_
 
     from tempoformer.data.folds import make_folds, split_rows
     from tempoformer.data.posts import write_parquet_atomic
-    from tempoformer.training.run import run_training
+    from tempoformer.training.run import TrainRun, run_training
 
     rng = np.random.default_rng(3)
     posts = make_posts({f"t{k}": [(60 * i, "Sw" if rng.random() < 0.35 else "N-Sw") for i in range(6)]
@@ -268,12 +268,13 @@ def test_run_training_writes_llm_predictions_for_every_test_post(tmp_path, make_
         write_parquet_atomic(table, tmp_path / f"{name}.parquet")
     lm = tiny_lm(tmp_path / "lm", answer="switch")
     out = tmp_path / "run"
-    metrics = run_training(
-        tmp_path / "posts.parquet", tmp_path / "folds.parquet", out, "tiny_s_1shot",
-        {"model": lm, "level": "stream", "shots": 1, "max_new_tokens": 2, "batch_size": 4},
-        LABELS, 3, fold=2, seed=0, streams_path=tmp_path / "streams.parquet", threads=1, device="cpu",
-        model_type="llm",
-    )
+    metrics = run_training(TrainRun(
+        posts_path=tmp_path / "posts.parquet", folds_path=tmp_path / "folds.parquet", out_dir=out,
+        model="tiny_s_1shot",
+        params={"model": lm, "level": "stream", "shots": 1, "max_new_tokens": 2, "batch_size": 4},
+        labels=LABELS, window=3, fold=2, seed=0, streams_path=tmp_path / "streams.parquet", threads=1,
+        device="cpu", model_type="llm",
+    ))
     test_rows = split_rows(posts, pl.read_parquet(tmp_path / "folds.parquet"), 2)["test"]
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["test"] == metrics["test"] and saved["type"] == "llm" and saved["model"] == "tiny_s_1shot"

@@ -72,14 +72,15 @@ def test_the_lock_is_held_only_inside_the_block(tmp_path):
 
 
 def test_training_a_locked_run_fails_before_reading_anything(tmp_path):
-    from tempoformer.training.run import run_training
+    from tempoformer.training.run import TrainRun, run_training
 
     holder = hold("run", tmp_path)
     try:
         # missing inputs: the lock is checked first, so the error is the lock, not the files
         with pytest.raises(RunLocked, match=f"PID {holder.pid} "):
-            run_training(tmp_path / "posts.parquet", tmp_path / "folds.parquet", tmp_path,
-                         "random", {}, ["A", "B"], window=1, fold=0, seed=0)
+            run_training(TrainRun(posts_path=tmp_path / "posts.parquet", folds_path=tmp_path / "folds.parquet",
+                                  out_dir=tmp_path, model="random", params={}, labels=["A", "B"], window=1,
+                                  fold=0, seed=0))
     finally:
         release(holder)
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from tempoformer.models.registry import MODEL_TYPES, accepted_params, validate_params
-from tempoformer.training.run import run_training
+from tempoformer.training.run import TrainRun, run_training
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,6 +55,7 @@ def test_params_of_each_kind():
 def test_train_refuses_bad_params_before_reading_data(tmp_path):
     """The check runs first: no data is read, no file is written."""
     with pytest.raises(ValueError, match="unknown key 'epochz'"):
-        run_training(tmp_path / "missing.parquet", tmp_path / "missing.parquet", tmp_path / "run",
-                     "ffn_history", {"epochz": 5}, ["A", "B"], 3, 0, 0)
+        run_training(TrainRun(posts_path=tmp_path / "missing.parquet", folds_path=tmp_path / "missing.parquet",
+                              out_dir=tmp_path / "run", model="ffn_history", params={"epochz": 5},
+                              labels=["A", "B"], window=3, fold=0, seed=0))
     assert not (tmp_path / "run").exists()

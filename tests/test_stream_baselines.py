@@ -333,7 +333,7 @@ def test_training_builds_the_models_from_config_params(tmp_path, make_posts, mod
     from tempoformer.data.folds import make_folds
     from tempoformer.data.posts import write_parquet_atomic
     from tempoformer.data.windows import build_windows
-    from tempoformer.training.run import run_training
+    from tempoformer.training.run import TrainRun, run_training
 
     rng = np.random.default_rng(0)
     posts = make_posts({f"t{k}": [(60 * i, "S" if rng.random() < 0.4 else "N") for i in range(6)]
@@ -344,9 +344,10 @@ def test_training_builds_the_models_from_config_params(tmp_path, make_posts, mod
     np.save(tmp_path / "emb.npy", rng.normal(size=(posts.height, 8)).astype(np.float32))
 
     def run(params):
-        return run_training(tmp_path / "posts.parquet", tmp_path / "folds.parquet", tmp_path / "run", model,
-                            params, ["S", "N"], 6, fold=0, seed=0, streams_path=tmp_path / "streams.parquet",
-                            embeddings_path=tmp_path / "emb.npy", threads=1, device="cpu")
+        return run_training(TrainRun(
+            posts_path=tmp_path / "posts.parquet", folds_path=tmp_path / "folds.parquet", out_dir=tmp_path / "run",
+            model=model, params=params, labels=["S", "N"], window=6, fold=0, seed=0,
+            streams_path=tmp_path / "streams.parquet", embeddings_path=tmp_path / "emb.npy", threads=1, device="cpu"))
 
     fixed = {"epochs": 1, "batch_size": 8, "conv_dim": 3, "swnu_hidden_dim": 4, "ffn_hidden_dims": [6],
              "time_scale": 0.5}

@@ -6,7 +6,7 @@ import pytest
 
 from tempoformer.data.folds import make_folds
 from tempoformer.data.posts import write_parquet_atomic
-from tempoformer.training.run import run_training
+from tempoformer.training.run import TrainRun, run_training
 from tempoformer.data.windows import build_windows
 
 
@@ -27,11 +27,11 @@ def toy_run(tmp_path, make_posts):
 
 
 def train(root, model, seed, params, out="run"):
-    return run_training(
-        root / "posts.parquet", root / "folds.parquet", root / f"{out}_{model}_{seed}", model, params,
-        ["S", "N"], 3, fold=1, seed=seed, streams_path=root / "streams.parquet",
-        embeddings_path=root / "emb.npy", threads=1, device="cpu",
-    )
+    return run_training(TrainRun(
+        posts_path=root / "posts.parquet", folds_path=root / "folds.parquet", out_dir=root / f"{out}_{model}_{seed}",
+        model=model, params=params, labels=["S", "N"], window=3, fold=1, seed=seed,
+        streams_path=root / "streams.parquet", embeddings_path=root / "emb.npy", threads=1, device="cpu",
+    ))
 
 
 FFN = {"epochs": 20, "batch_size": 16, "patience": 5, "grid": {"lr": [1e-2, 1e-3], "hidden_dims": [[16, 16]]}}
@@ -60,8 +60,9 @@ def test_random_follows_training_prior(toy_run):
 
 def test_unknown_label_is_reported(toy_run):
     with pytest.raises(ValueError, match="not in the config"):
-        run_training(toy_run / "posts.parquet", toy_run / "folds.parquet", toy_run / "x", "random", {},
-                     ["S", "X"], 1, 0, 0)
+        run_training(TrainRun(posts_path=toy_run / "posts.parquet", folds_path=toy_run / "folds.parquet",
+                              out_dir=toy_run / "x", model="random", params={}, labels=["S", "X"], window=1,
+                              fold=0, seed=0))
 
 
 def dies_in_epoch_three(predict_proba):

@@ -9,13 +9,14 @@ from ..arguments import json_arg
 
 
 def cmd_train(args):
-    from .run import run_training
+    from .run import TrainRun, run_training
 
-    metrics = run_training(
-        args.posts, args.folds, args.out_dir, args.model, args.params, args.labels, args.window,
-        args.fold, args.seed, args.streams, args.embeddings, args.threads, args.device, args.type,
+    metrics = run_training(TrainRun(
+        posts_path=args.posts, folds_path=args.folds, out_dir=args.out_dir, model=args.model, params=args.params,
+        labels=args.labels, window=args.window, fold=args.fold, seed=args.seed, streams_path=args.streams,
+        embeddings_path=args.embeddings, threads=args.threads, device=args.device, model_type=args.type,
         fingerprint=args.fingerprint,
-    )
+    ))
     logging.info("test macro-F1 %.4f (dev %.4f) in %.1f s", metrics["test"]["macro"],
                  metrics["dev_macro"], metrics["seconds"])
 

@@ -153,28 +153,48 @@ def _file_identity(*paths) -> list:
     return [(str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths if p]
 
 
-def run_training(
-    posts_path, folds_path, out_dir, model: str, params: dict, labels: list[str], window: int,
-    fold: int, seed: int, streams_path=None, embeddings_path=None, threads: int | None = None,
-    device: str | None = None, model_type: str | None = None, fingerprint: str | None = None,
-) -> dict:
-    model_type = model_type or model
+@dataclass(frozen=True, kw_only=True)
+class TrainRun:
+    """One training run: its inputs, its identity (model, window, fold, seed) and where it writes.
+
+    model is the config entry's name, model_type its type (default: the name, see
+    models/registry.py); params its settings and grid; streams_path the window streams (models
+    that read windows), embeddings_path the SBERT vectors (stream baselines); threads, device
+    (default: cuda if available); fingerprint what the run is made from, recorded in metrics.json."""
+
+    posts_path: str | os.PathLike
+    folds_path: str | os.PathLike
+    out_dir: str | os.PathLike
+    model: str
+    params: dict = dataclasses.field(default_factory=dict)
+    labels: list[str]
+    window: int
+    fold: int
+    seed: int
+    streams_path: str | os.PathLike | None = None
+    embeddings_path: str | os.PathLike | None = None
+    threads: int | None = None
+    device: str | None = None
+    model_type: str | None = None
+    fingerprint: str | None = None
+
+
+def run_training(run: TrainRun) -> dict:
+    model_type = run.model_type or run.model
     spec = get_model_type(model_type)
-    validate_params(model, model_type, params)
+    validate_params(run.model, model_type, run.params)
     # one trainer per run folder: a second one (a retry beside a job that lives on) stops at once
-    with run_lock(out_dir):
-        return _train_and_test(posts_path, folds_path, out_dir, model, spec, params, labels, window, fold, seed,
-                               streams_path, embeddings_path, threads, device, fingerprint)
+    with run_lock(run.out_dir):
+        return _train_and_test(run, spec)
 
 
-def _train_and_test(posts_path, folds_path, out_dir, model, spec, params, labels, window, fold, seed,
-                    streams_path, embeddings_path, threads, device, fingerprint) -> dict:
-    model_type = spec.name
-    set_threads(threads)
-    device = pick_device(device)
+def _train_and_test(run: TrainRun, spec: ModelType) -> dict:
+    params, window, seed = run.params, run.window, run.seed
+    set_threads(run.threads)
+    device = pick_device(run.device)
     started = time.perf_counter()
-    data = load_run_data(posts_path, folds_path, fold, labels, streams_path, embeddings_path)
-    out_dir = Path(out_dir)
+    data = load_run_data(run.posts_path, run.folds_path, run.fold, run.labels, run.streams_path, run.embeddings_path)
+    out_dir = Path(run.out_dir)
     checkpoints = out_dir / "checkpoints"
     if spec.kind == "prior":
         prob, search = spec.load()(data, seed)
@@ -184,9 +204,9 @@ def _train_and_test(posts_path, folds_path, out_dir, model, spec, params, labels
         # A grid point's checkpoint depends on its own settings, not on the rest of the grid:
         # narrowing a grid resumes the points it keeps.
         shared = {k: v for k, v in params.items() if k != "grid"}
-        run_key = {"model": model_type, "params": shared, "labels": labels, "window": window,
-                   "fold": fold, "seed": seed,
-                   "inputs": _file_identity(posts_path, folds_path, streams_path, embeddings_path)}
+        run_key = {"model": spec.name, "params": shared, "labels": run.labels, "window": window,
+                   "fold": run.fold, "seed": seed,
+                   "inputs": _file_identity(run.posts_path, run.folds_path, run.streams_path, run.embeddings_path)}
         prob, net, search = search_grid(data, spec, params, window, seed, device, checkpoints, run_key)
         if spec.saver and params.get("save_model", True):
             # what `tempoformer predict` needs: weights, config, label names, tokenizer
@@ -204,11 +224,11 @@ def _train_and_test(posts_path, folds_path, out_dir, model, spec, params, labels
         **{f"prob_{label}": prob[:, i] for i, label in enumerate(data.labels)},
     })
     metrics = {
-        "dataset": str(data.posts["dataset"][0]), "model": model, "type": model_type, "window": window, "fold": fold,
-        "seed": seed, "labels": data.labels, "test": scores,
+        "dataset": str(data.posts["dataset"][0]), "model": run.model, "type": spec.name, "window": window,
+        "fold": run.fold, "seed": seed, "labels": data.labels, "test": scores,
         "n": {split: int(len(rows)) for split, rows in data.rows.items()},
         "device": device, "seconds": round(time.perf_counter() - started, 2), **search,
-        "fingerprint": fingerprint,
+        "fingerprint": run.fingerprint,
     }
     write_parquet_atomic(predictions, out_dir / "predictions.parquet")
     write_text_atomic(out_dir / "metrics.json", json.dumps(metrics, indent=1))
