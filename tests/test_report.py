@@ -9,7 +9,7 @@ pytestmark = pytest.mark.slow
 
 def test_dag_writes_every_table_and_the_report(finished_run):
     workdir, config = finished_run
-    tables, figures = workdir / "results/tables", workdir / "results/figures"
+    tables, figures = workdir / "results/tiny/tables", workdir / "results/tiny/figures"
     for stem in ("table1", "table2", "table3", "table4", "table5", "table6", "table11", "coverage"):
         for ext in ("md", "csv", "tex", "html"):
             assert (tables / f"{stem}.{ext}").stat().st_size > 0, f"{stem}.{ext}"

@@ -107,8 +107,8 @@ def test_every_job_ran_as_a_slurm_job(slurm_run):
 def test_same_tables_as_a_local_run(slurm_run, finished_run):
     workdir, _, _ = slurm_run
     local, _ = finished_run
-    assert (workdir / "results/tables/table2.csv").read_text() == (
-        local / "results/tables/table2.csv"
+    assert (workdir / "results/tiny/tables/table2.csv").read_text() == (
+        local / "results/tiny/tables/table2.csv"
     ).read_text()
     metrics = sorted(p.relative_to(local) for p in (local / "results").rglob("metrics.json"))
     assert len(metrics) == 18

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 def test_dag_writes_table2_with_every_model(finished_run):
     workdir, _ = finished_run
-    table = (workdir / "results/tables/table2.md").read_text()
+    table = (workdir / "results/tiny/tables/table2.md").read_text()
     for model in ("Random", "FFN History", "TempoFormer"):
         row = next(line for line in table.splitlines() if f"| {model} |" in line)
         assert "not run" not in row
@@ -22,7 +22,7 @@ def test_dag_writes_table2_with_every_model(finished_run):
         assert [bool(re.fullmatch(r"\d+\.\d ± \d+\.\d", c)) for c in cells] == [True, True, True, False, False] * 2
         assert all(re.fullmatch(r"\d+\.\d", c) for c in cells[3::5])
         assert cells[4::5] == ["3", "3"]  # the runs behind the row: 3 folds x 1 seed per dataset
-    csv = pl.read_csv(workdir / "results/tables/table2.csv")
+    csv = pl.read_csv(workdir / "results/tiny/tables/table2.csv")
     assert set(csv["dataset"]) == {"chitchat", "lrs_synthetic"}
 
 
