@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     from tempoformer.semantic_change.data import load_dataset
     from tempoformer.semantic_change.encoding import WordPieceEncoder
     from tempoformer.semantic_change.model import build_model, count_parameters
-    from tempoformer.semantic_change.pretrain import TrainSettings, post_pretrain
+    from tempoformer.semantic_change.pretrain import MLMPretrainSettings, post_pretrain
     from tempoformer.semantic_change.scoring import ScoreSettings, change_scores, correlations
     from tempoformer.semantic_change.tables import write_tables
 
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
         started = time.perf_counter()
         spec = _spec(corpus, method, settings)
         model, tokenizer, time_ids = build_model("minilm", spec, seed=args.seed)
-        training = TrainSettings.from_dict(settings["training"])
+        training = MLMPretrainSettings.from_dict(settings["training"])
         train_log = {"steps": 0, "seconds": 0.0}
         if METHODS[method]["train"]:
             encoder = WordPieceEncoder(tokenizer, training.max_length, time_ids)

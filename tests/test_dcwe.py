@@ -12,7 +12,7 @@ from tempoformer.dcwe.evaluate import change_scores, document_losses, perplexity
 from tempoformer.dcwe.gat import GATLayer, GCNLayer, SocialGAT, SocialGCN, SocialMLP, with_self_loops
 from tempoformer.dcwe.graph import Node2VecSettings, graph_stats, node2vec
 from tempoformer.dcwe.model import DcweModel, DcweSpec, load_model, save_model
-from tempoformer.dcwe.train import (EncodedDocs, TrainSettings, collate, encode_docs, prior_terms, train_mlm,
+from tempoformer.dcwe.train import (DCWETrainSettings, EncodedDocs, collate, encode_docs, prior_terms, train_mlm,
                                     truncate)
 from tempoformer.dcwe.vocab import STOPWORDS, dynamic_token_ids
 from test_semantic_change import tiny_bert
@@ -62,7 +62,7 @@ def test_priors_by_hand_on_three_tokens():
     anchor, walk_term = prior_terms(offsets, walk, attention, "authors")
     assert anchor.item() == pytest.approx((1 + 4 + 0) / 3)   # mean over all B x L positions
     assert walk_term.item() == pytest.approx((1 + 1 + 0) / 3)
-    settings = TrainSettings(lambda_a=0.1)
+    settings = DCWETrainSettings(lambda_a=0.1)
     assert settings.lambda_w == pytest.approx(100.0)           # lambda_w = 1000 lambda_a
 
 
@@ -237,7 +237,7 @@ def test_node2vec_is_deterministic_for_a_seed():
 
 def test_training_is_deterministic_for_a_seed(tokenizer, tmp_path):
     docs, frame = corpus_docs(tokenizer)
-    settings = TrainSettings(steps=2, batch_size=3, lr=1e-3, dynamic_lr=1e-2)
+    settings = DCWETrainSettings(steps=2, batch_size=3, lr=1e-3, dynamic_lr=1e-2)
     runs = []
     for _ in range(2):
         model = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
@@ -275,7 +275,7 @@ def test_truncation_keeps_first_and_last_pieces():
 
 def test_per_epoch_selection_keeps_the_best_epoch(tokenizer):
     docs, _ = corpus_docs(tokenizer)
-    by_epoch = TrainSettings(epochs=3, batch_size=4, lr=1e-3, dynamic_lr=1e-2)  # 6 documents: 2 steps an epoch
+    by_epoch = DCWETrainSettings(epochs=3, batch_size=4, lr=1e-3, dynamic_lr=1e-2)  # 6 documents: 2 steps an epoch
     assert by_epoch.total_steps(len(docs)) == 6 and by_epoch.steps_per_epoch(7) == 2
     model = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
     snapshots, dev = {}, {1: 2.0, 2: 1.0, 3: 1.5}     # lower is better: epoch 2
@@ -291,7 +291,7 @@ def test_per_epoch_selection_keeps_the_best_epoch(tokenizer):
     assert not all(torch.equal(v, snapshots[3][k]) for k, v in model.state_dict().items())
     # evaluating draws nothing: the same steps as a run of 6 steps without it
     plain = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
-    again = train_mlm(plain, docs, tokenizer, TrainSettings(steps=6, batch_size=4, lr=1e-3, dynamic_lr=1e-2), seed=2)
+    again = train_mlm(plain, docs, tokenizer, DCWETrainSettings(steps=6, batch_size=4, lr=1e-3, dynamic_lr=1e-2), seed=2)
     assert again["loss"] == log["loss"] and again["best_epoch"] is None and again["epochs"] == []
     assert all(torch.equal(v, snapshots[3][k]) for k, v in plain.state_dict().items())
 

@@ -16,7 +16,7 @@ from tempoformer.dcwe.data import chitchat_rating_corpus, make_corpus, read_csv_
 from tempoformer.dcwe.model import DcweModel, DcweSpec
 from tempoformer.dcwe.metrics import classify, mcnemar, paired_predictions, scores
 from tempoformer.dcwe.sentiment import SentimentModel, predict, split_settings, train_sentiment
-from tempoformer.dcwe.train import TrainSettings, encode_docs
+from tempoformer.dcwe.train import DCWETrainSettings, encode_docs
 from tempoformer.errors import InputError
 from test_dcwe import GRAPH, TEXTS, make_model
 from test_dcwe_data import write_csv
@@ -208,7 +208,7 @@ def test_zero_offsets_give_the_cwe_classifier(tokenizer):
 
 def test_sentiment_training_is_deterministic_and_learns(tokenizer):
     docs, labels = docs_of(tokenizer)
-    settings = TrainSettings(steps=12, batch_size=3, lr=1e-3, dynamic_lr=1e-2, head_lr=1e-2)
+    settings = DCWETrainSettings(steps=12, batch_size=3, lr=1e-3, dynamic_lr=1e-2, head_lr=1e-2)
     runs = []
     for _ in range(2):
         model = small_classifier(tokenizer, "full", offset_init="zero")
@@ -236,6 +236,6 @@ def test_per_epoch_selection_keeps_the_highest_dev_f1(tokenizer):
     docs, labels = docs_of(tokenizer)
     model = small_classifier(tokenizer, "cwe")
     dev = {1: 0.8, 2: 0.5}
-    log = train_sentiment(model, docs, labels, 0, TrainSettings(epochs=2, batch_size=3, lr=1e-3), seed=0,
+    log = train_sentiment(model, docs, labels, 0, DCWETrainSettings(epochs=2, batch_size=3, lr=1e-3), seed=0,
                           evaluate=dev.__getitem__)
     assert log["best_epoch"] == 1 and log["steps"] == 4 and [e["dev"] for e in log["epochs"]] == [0.8, 0.5]

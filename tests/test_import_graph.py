@@ -130,3 +130,17 @@ def test_no_cycle_between_the_subpackages_but_through_leaves():
 
 def test_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+
+
+def test_each_settings_class_has_its_own_name():
+    """One settings class per name in the package: the training loop's, the MLM post-pretraining's
+    and DCWE's settings used to be three classes named TrainSettings."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for module, (path, _) in module_sources().items():
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Settings"):
+                if node.name in seen:
+                    clashes.append(f"{node.name}: {seen[node.name]} and {module}")
+                seen[node.name] = module
+    assert clashes == []

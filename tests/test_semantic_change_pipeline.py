@@ -13,7 +13,7 @@ from tempoformer.semantic_change.cli import METHODS, register
 from tempoformer.semantic_change.data import build_corpus, load_dataset
 from tempoformer.semantic_change.encoding import WordPieceEncoder
 from tempoformer.semantic_change.model import TemporalSpec, build_model, load_model, save_model
-from tempoformer.semantic_change.pretrain import TrainSettings, post_pretrain
+from tempoformer.semantic_change.pretrain import MLMPretrainSettings, post_pretrain
 from tempoformer.semantic_change.scoring import ScoreSettings, change_scores, correlations, sample_occurrences
 from tempoformer.semantic_change.synthetic import build_synthetic, write_release
 from tempoformer.semantic_change.tables import write_tables
@@ -119,14 +119,14 @@ def test_post_pretraining_then_save_and_load(tmp_path, tokenizer):
     model, tok, time_ids = build_model("minilm", spec, seed=0, bert=tiny_bert(), tokenizer=deepcopy(tokenizer))
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     log = post_pretrain(model, WordPieceEncoder(tok, 16, time_ids), corpus,
-                        TrainSettings(steps=3, batch_size=4, max_length=16), seed=0)
+                        MLMPretrainSettings(steps=3, batch_size=4, max_length=16), seed=0)
     assert len(log["losses"]) == 3 and all(np.isfinite(log["losses"]))
     assert not torch.equal(before["time_proj.0.weight"], model.time_proj[0].weight)
     assert not torch.equal(before["layers.0.attention.self.query.weight"], model.layers[0].attention.self.query.weight)
     # Same seed, same training.
     again, tok2, ids2 = build_model("minilm", spec, seed=0, bert=tiny_bert(), tokenizer=deepcopy(tokenizer))
     log2 = post_pretrain(again, WordPieceEncoder(tok2, 16, ids2), corpus,
-                         TrainSettings(steps=3, batch_size=4, max_length=16), seed=0)
+                         MLMPretrainSettings(steps=3, batch_size=4, max_length=16), seed=0)
     assert log2["losses"] == log["losses"]
     save_model(model, tmp_path / "model.pt", {"note": "test"})
     loaded, tok3, ids3, info = load_model(tmp_path / "model.pt")

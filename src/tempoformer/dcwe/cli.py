@@ -133,7 +133,7 @@ def run_warmup(corpus_dir: str | os.PathLike, settings: dict, seed: int, output:
     """The shared warm-up: CWE MLM fine-tuning from the pretrained backbone with a new MLM head."""
     from .data import read_corpus
     from .model import DcweModel, DcweSpec, load_bert, save_model
-    from .train import TrainSettings, train_mlm
+    from .train import DCWETrainSettings, train_mlm
 
     device = _setup(threads, device)
     settings = _check_settings(settings)
@@ -143,7 +143,7 @@ def run_warmup(corpus_dir: str | os.PathLike, settings: dict, seed: int, output:
     spec = DcweSpec(mode="cwe", n_times=len(corpus.periods), backbone=backbone)
     model = DcweModel(load_bert(backbone), spec, [], seed=seed)
     train_log = train_mlm(model, _docs(corpus, tokenizer, "train", settings.get("max_length", 128)), tokenizer,
-                          TrainSettings.from_dict(settings.get("warmup")), seed, device, warmup=True)
+                          DCWETrainSettings.from_dict(settings.get("warmup")), seed, device, warmup=True)
     info = {"dataset": corpus.name, "seed": seed, "train_log": train_log}
     save_model(model.cpu(), output, info)
     log.info("warm-up %s seed %d: %d steps, mlm %.3f -> %.3f (%.1f s)", corpus.name, seed, train_log["steps"],
@@ -192,7 +192,7 @@ def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant:
     from .data import read_corpus
     from .evaluate import change_scores, document_losses, perplexity, sigma_sim
     from .model import count_parameters, load_model, save_model
-    from .train import TrainSettings, train_mlm
+    from .train import DCWETrainSettings, train_mlm
 
     device = _setup(threads, device)
     settings = _check_settings(settings)
@@ -201,7 +201,7 @@ def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant:
     max_length = settings.get("max_length", 128)
     spec, social, edge_index, tokenizer, dynamic_ids = _variant_inputs(corpus, variant, settings, vectors)
     model, _ = load_model(warmup, spec, social, edge_index, dynamic_ids, seed)
-    training = TrainSettings.from_dict(settings.get("training"))
+    training = DCWETrainSettings.from_dict(settings.get("training"))
     evaluation = dict(settings.get("evaluation") or {})
     dev_frames = {}
 

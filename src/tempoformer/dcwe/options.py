@@ -15,7 +15,7 @@ PRIOR_NORMS = ("paper", "authors")
 
 
 @dataclass
-class TrainSettings:
+class DCWETrainSettings:
     steps: int = 100
     epochs: int | None = None         # instead of steps: passes over the training documents, each
                                       # followed by a dev evaluation (the best epoch is kept)
@@ -48,5 +48,10 @@ class TrainSettings:
         return self.steps if self.epochs is None else self.epochs * self.steps_per_epoch(n_docs)
 
     @classmethod
-    def from_dict(cls, values: dict | None) -> "TrainSettings":
+    def from_dict(cls, values: dict | None) -> "DCWETrainSettings":
         return settings_from_dict(cls, values, "training")
+
+
+# The name workflow/rules/dcwe.smk imports (`TrainSettings as DcTrainSettings`, line 12): kept until
+# that line names DCWETrainSettings.
+TrainSettings = DCWETrainSettings

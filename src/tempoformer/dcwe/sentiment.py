@@ -30,7 +30,7 @@ from torch.nn import functional as F
 from ..models.pooling import POST_POOLINGS, masked_mean
 from .model import DcweModel
 from ..settings import settings_from_dict
-from .train import EncodedDocs, TrainSettings, add_priors, collate, train_loop, walk_option
+from .train import DCWETrainSettings, EncodedDocs, add_priors, collate, train_loop, walk_option
 
 @dataclass
 class ClassifierSettings:
@@ -43,12 +43,12 @@ class ClassifierSettings:
             raise ValueError(f"post_pooling must be one of {POST_POOLINGS}, got {self.post_pooling!r}")
 
 
-def split_settings(values: dict | None) -> tuple[ClassifierSettings, TrainSettings]:
-    """A config's `sentiment` section: the classifier's keys and TrainSettings' keys."""
+def split_settings(values: dict | None) -> tuple[ClassifierSettings, DCWETrainSettings]:
+    """A config's `sentiment` section: the classifier's keys and DCWETrainSettings' keys."""
     values = dict(values or {})
     classifier = {k: values.pop(k) for k in list(values) if k in ClassifierSettings.__dataclass_fields__}
     return (settings_from_dict(ClassifierSettings, classifier, "sentiment classifier"),
-            TrainSettings.from_dict(values))
+            DCWETrainSettings.from_dict(values))
 
 
 class SentimentModel(nn.Module):
@@ -92,7 +92,7 @@ def labelled_batch(docs: EncodedDocs, labels: np.ndarray, picks, pad: int):
             torch.from_numpy(docs.units[picks]).long())
 
 
-def sentiment_loss(model: SentimentModel, batch, settings: TrainSettings, device: str):
+def sentiment_loss(model: SentimentModel, batch, settings: DCWETrainSettings, device: str):
     """(total, binary cross-entropy, anchor, walk) of one batch."""
     ids, attention, labels, times, units = (x.to(device) for x in batch)
     logits, offsets, walk = model(ids, attention, times, units, walk_option(settings))
@@ -100,7 +100,7 @@ def sentiment_loss(model: SentimentModel, batch, settings: TrainSettings, device
 
 
 def train_sentiment(model: SentimentModel, docs: EncodedDocs, labels: np.ndarray, pad: int,
-                    settings: TrainSettings, seed: int, device: str = "cpu",
+                    settings: DCWETrainSettings, seed: int, device: str = "cpu",
                     evaluate: Callable[[int], float] | None = None) -> dict:
     """Train in place; the same batch schedule as the MLM task for a seed (train.batch_schedule).
     evaluate(epoch) -> dev macro-F1 (higher is better) for per-epoch selection."""

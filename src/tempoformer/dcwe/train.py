@@ -35,7 +35,7 @@ from torch.nn import functional as F
 
 from ..semantic_change.pretrain import mask_batch
 from .model import DcweModel
-from .options import PRIOR_NORMS, TrainSettings  # noqa: F401  (TrainSettings: the training API)
+from .options import PRIOR_NORMS, DCWETrainSettings  # noqa: F401  (DCWETrainSettings: the training API)
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def prior_terms(offsets: torch.Tensor, walk: torch.Tensor | None, attention: tor
 
 
 def add_priors(task_loss: torch.Tensor, offsets: torch.Tensor | None, walk: torch.Tensor | None,
-               attention: torch.Tensor, settings: TrainSettings):
+               attention: torch.Tensor, settings: DCWETrainSettings):
     """(total, task loss, anchor, walk): the task loss plus lambda_a anchor + lambda_w walk."""
     if offsets is None:
         zero = task_loss.new_zeros(())
@@ -147,12 +147,12 @@ def add_priors(task_loss: torch.Tensor, offsets: torch.Tensor | None, walk: torc
     return total, task_loss, anchor, walk_value
 
 
-def walk_option(settings: TrainSettings) -> str | None:
+def walk_option(settings: DCWETrainSettings) -> str | None:
     """The walk difference is computed only where the priors count."""
     return settings.walk_at_t0 if settings.lambda_a > 0 else None
 
 
-def mlm_loss(model: DcweModel, batch, settings: TrainSettings, device: str):
+def mlm_loss(model: DcweModel, batch, settings: DCWETrainSettings, device: str):
     """(total loss, MLM cross-entropy, anchor, walk) of one batch."""
     ids, attention, labels, times, units = (x.to(device) for x in batch)
     hidden, offsets, walk = model(ids, attention, times, units, walk_option(settings))
@@ -161,7 +161,7 @@ def mlm_loss(model: DcweModel, batch, settings: TrainSettings, device: str):
     return add_priors(ce, offsets, walk, attention, settings)
 
 
-def train_loop(model: torch.nn.Module, n_docs: int, settings: TrainSettings, seed: int,
+def train_loop(model: torch.nn.Module, n_docs: int, settings: DCWETrainSettings, seed: int,
                batch_loss: Callable[[np.ndarray, int], tuple], device: str = "cpu",
                head_prefixes: Sequence[str] = (), names: Sequence[str] = ("loss", "task", "anchor", "walk"),
                evaluate: Callable[[int], float] | None = None, higher_is_better: bool = False) -> dict:
@@ -229,7 +229,7 @@ def train_loop(model: torch.nn.Module, n_docs: int, settings: TrainSettings, see
     return out
 
 
-def train_mlm(model: DcweModel, docs: EncodedDocs, tokenizer, settings: TrainSettings, seed: int,
+def train_mlm(model: DcweModel, docs: EncodedDocs, tokenizer, settings: DCWETrainSettings, seed: int,
               device: str = "cpu", warmup: bool = False, evaluate: Callable[[int], float] | None = None) -> dict:
     """Train in place on `docs`; returns a log (losses per step, seconds, settings, per-epoch dev
     values). evaluate(epoch) -> dev perplexity (lower is better) for per-epoch selection."""

@@ -70,14 +70,14 @@ def run_train(data: dict, name: str, method: str, settings: dict, seed: int, out
     from .data import load_dataset
     from .encoding import WordPieceEncoder
     from .model import build_model, count_parameters, save_model
-    from .pretrain import TrainSettings, post_pretrain
+    from .pretrain import MLMPretrainSettings, post_pretrain
 
     device = _setup(threads, device)
     if not method_spec(method)["train"]:
         raise ValueError(f"method {method!r} is not post-pretrained: score it without a model")
     started = time.perf_counter()
     corpus = load_dataset(data, name)
-    training = TrainSettings.from_dict(settings.get("training"))
+    training = MLMPretrainSettings.from_dict(settings.get("training"))
     spec = _spec(corpus, method, settings)
     model, tokenizer, time_ids = build_model(spec.backbone, spec, seed=seed)
     encoder = WordPieceEncoder(tokenizer, training.max_length, time_ids)

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class TrainSettings:
+class MLMPretrainSettings:
     steps: int = 100
     batch_size: int = 16
     lr: float = 3e-5
@@ -41,7 +41,7 @@ class TrainSettings:
     max_grad_norm: float = 1.0
 
     @classmethod
-    def from_dict(cls, values: dict | None) -> "TrainSettings":
+    def from_dict(cls, values: dict | None) -> "MLMPretrainSettings":
         values = dict(values or {})
         unknown = set(values) - set(cls.__dataclass_fields__)
         if unknown:
@@ -50,7 +50,7 @@ class TrainSettings:
 
 
 def mask_batch(ids: torch.Tensor, special: torch.Tensor, time_positions: torch.Tensor | None,
-               encoder: WordPieceEncoder, vocab_size: int, settings: TrainSettings,
+               encoder: WordPieceEncoder, vocab_size: int, settings: MLMPretrainSettings,
                generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """(masked input ids, labels with -100 where not predicted)."""
     labels = torch.full_like(ids, -100)
@@ -83,7 +83,7 @@ def collate(encoded: list, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def post_pretrain(model: TemporalBert, encoder: WordPieceEncoder, corpus: DiachronicCorpus,
-                  settings: TrainSettings, seed: int, device: str = "cpu") -> dict:
+                  settings: MLMPretrainSettings, seed: int, device: str = "cpu") -> dict:
     """Train in place; returns a log {losses, seconds, settings}."""
     started = time.perf_counter()
     if settings.steps <= 0:
