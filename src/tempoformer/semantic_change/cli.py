@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..arguments import json_arg as _json
 from ..atomic import write_text_atomic
+from ..cli_common import job_setup
 from .methods import METHODS
 
 log = logging.getLogger(__name__)
@@ -27,17 +28,6 @@ def method_spec(method: str) -> dict:
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; one of {sorted(METHODS)}")
     return METHODS[method]
-
-
-def _setup(threads: int | None, device: str | None) -> str:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers.utils import logging as hf_logging
-
-    from ..device import pick_device, set_threads
-
-    hf_logging.disable_progress_bar()
-    set_threads(threads)
-    return pick_device(device)
 
 
 def _spec(corpus, method: str, settings: dict):
@@ -72,7 +62,7 @@ def run_train(data: dict, name: str, method: str, settings: dict, seed: int, out
     from .model import build_model, count_parameters, save_model
     from .pretrain import MLMPretrainSettings, post_pretrain
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device)
     if not method_spec(method)["train"]:
         raise ValueError(f"method {method!r} is not post-pretrained: score it without a model")
     started = time.perf_counter()
@@ -102,7 +92,7 @@ def run_score(data: dict, name: str, method: str, settings: dict, seed: int, out
     from .model import build_model, count_parameters, load_model
     from .scoring import ScoreSettings, change_scores, correlations
 
-    device = _setup(threads, device)
+    device = job_setup(threads, device)
     started = time.perf_counter()
     corpus = load_dataset(data, name)
     scoring = ScoreSettings.from_dict(settings.get("scoring"))

@@ -183,7 +183,7 @@ def load_tokenizer(backbone: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoTokenizer
 
-    from ..data.embed import backbone_path
+    from ..backbones import backbone_path
 
     return AutoTokenizer.from_pretrained(backbone_path(backbone), local_files_only=True)
 
@@ -219,7 +219,7 @@ def build_model(backbone: str, spec: TemporalSpec, seed: int = 0, bert: nn.Modul
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import BertModel
 
-        from ..data.embed import backbone_path
+        from ..backbones import backbone_path
 
         bert = BertModel.from_pretrained(backbone_path(backbone), local_files_only=True)
     if tokenizer is None:

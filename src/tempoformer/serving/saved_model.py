@@ -287,7 +287,7 @@ def load_trained(model_dir, device: str = "cpu", *, fast_tokenizer: bool = False
 
 def save_run_model(model_dir, model: torch.nn.Module, labels: list[str], window: int, params: dict) -> Path:
     """save_trained for a training run: the token limit and tokenizer come from the run's params."""
-    from ..data.embed import backbone_path
+    from ..backbones import backbone_path
 
     return save_trained(model_dir, model, labels, window, params.get("max_tokens", 128),
                         backbone_path(params.get("backbone", "minilm")))
