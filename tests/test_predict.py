@@ -135,7 +135,7 @@ def test_stream_scores_equal_the_batch_forward(trained, loaded):
     posts = stream_posts()
     expected = batch_probabilities(model, tokenizer, posts)
     out = io.StringIO()
-    assert predict_stream(model_dir, jsonl(posts), out) == len(posts)
+    assert predict_stream(model_dir, jsonl(posts), out) .written == len(posts)
     results = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [r["post_id"] for r in results] == [p["post_id"] for p in posts]  # arrival order
     got = {r["post_id"]: np.array([r["probabilities"][label] for label in LABELS]) for r in results}
@@ -180,7 +180,8 @@ def test_bad_line_names_its_number_and_problem(loaded, line, problem):
     good = jsonl(stream_posts()[:5])  # timeline a starts at 09:00 or later
     out = io.StringIO()
     with pytest.raises(StreamInputError) as error:
-        score_stream(StreamScorer(*loaded), [*good, "\n", line + "\n", *good], out, source="posts.jsonl")
+        score_stream(StreamScorer(*loaded), [*good, "\n", line + "\n", *good], out, source="posts.jsonl",
+                     strict=True)
     assert error.value.line == 7 and problem in error.value.problem
     assert str(error.value).startswith("posts.jsonl: line 7: ")
     assert len(out.getvalue().splitlines()) == 5  # the posts before it keep their scores
@@ -208,16 +209,31 @@ def test_scores_each_post_as_it_arrives_on_a_pipe(trained):
 
 
 def test_malformed_line_exits_nonzero_after_the_earlier_posts(trained, tmp_path):
+    """--strict: the first bad line stops the stream; by default it is reported and skipped, and
+    the exit status says lines were refused."""
     _, model_dir = trained
-    lines = jsonl(stream_posts()[:3])
+    lines = jsonl(stream_posts()[:4])
     stream = tmp_path / "posts.jsonl"
-    stream.write_text("".join(lines) + '{"timeline_id": "a", "post_id": "z", "txt": "oops"}\n' + lines[0])
+    stream.write_text("".join(lines[:3]) + '{"timeline_id": "a", "post_id": "z", "txt": "oops"}\n' + lines[0]
+                      + lines[3])
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
-    result = subprocess.run([*PREDICT, "--model", str(model_dir), "--input", str(stream)],
+    strict = subprocess.run([*PREDICT, "--model", str(model_dir), "--input", str(stream), "--strict"],
                             capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode != 0
-    assert f"{stream}: line 4: missing field 'text'" in result.stderr
-    assert [json.loads(line)["post_id"] for line in result.stdout.splitlines()] == [
+    assert strict.returncode == 1
+    assert f"{stream}: line 4: missing field 'text'" in strict.stderr
+    assert [json.loads(line)["post_id"] for line in strict.stdout.splitlines()] == [
+        json.loads(line)["post_id"] for line in lines[:3]]
+
+    going_on = subprocess.run([*PREDICT, "--model", str(model_dir), "--input", str(stream)],
+                              capture_output=True, text=True, env=env, timeout=300)
+    assert going_on.returncode == 3, going_on.stderr
+    refused = [line for line in going_on.stderr.splitlines() if line.startswith("refused: ")]
+    first = json.loads(lines[0])
+    assert refused == [f"refused: {stream}: line 4: missing field 'text'",
+                       f"refused: {stream}: line 5: post_id {first['post_id']!r} repeats a post of timeline "
+                       f"{first['timeline_id']!r} (line 1)"]
+    assert "4 posts scored, 2 line(s) refused, 0 timeline(s) evicted" in going_on.stderr
+    assert [json.loads(line)["post_id"] for line in going_on.stdout.splitlines()] == [
         json.loads(line)["post_id"] for line in lines]
 
 
@@ -225,7 +241,7 @@ def score_records(scorer, records, source="posts.jsonl"):
     """score_stream of JSON records; returns (StreamInputError or None, post ids written)."""
     out = io.StringIO()
     try:
-        score_stream(scorer, [json.dumps(r) + "\n" for r in records], out, source=source)
+        score_stream(scorer, [json.dumps(r) + "\n" for r in records], out, source=source, strict=True)
         error = None
     except StreamInputError as raised:
         error = raised
@@ -273,7 +289,7 @@ def test_non_finite_scores_stop_the_stream_naming_the_post(trained, loaded, tmp_
     posts = jsonl(stream_posts()[:3])
     out = io.StringIO()
     with pytest.raises(StreamInputError) as error:
-        score_stream(StreamScorer(broken, tokenizer, meta), posts, out, source="posts.jsonl")
+        score_stream(StreamScorer(broken, tokenizer, meta), posts, out, source="posts.jsonl")  # not strict: still stops
     assert error.value.line == 1 and out.getvalue() == ""
     first = stream_posts()[0]
     assert (f"the model gave non-finite scores (nan, nan) for post {first['post_id']!r} of timeline "
@@ -296,7 +312,7 @@ def test_a_backlog_is_scored_in_batches_like_one_post_at_a_time(loaded):
 
         scorer._forward = counted
         out = io.StringIO()
-        assert score_stream(scorer, source, out) == len(lines)
+        assert score_stream(scorer, source, out) .written == len(lines)
         results[mode] = [json.loads(line) for line in out.getvalue().splitlines()]
     assert calls["alone"] == len(lines) and calls["batched"] <= 4  # timed and untimed windows apart
     for batched, alone in zip(results["batched"], results["alone"], strict=True):
@@ -340,6 +356,97 @@ def test_a_line_that_is_not_utf8_is_named(trained, tmp_path):
     with pytest.raises(StreamInputError) as error:
         from tempoformer.serving.predict import predict_file
 
-        predict_file(trained[1], stream, out)
+        predict_file(trained[1], stream, out, strict=True)
     assert error.value.line == 2 and error.value.problem.startswith("not UTF-8 text")
     assert len(out.getvalue().splitlines()) == 1
+
+
+def as_lines(records) -> list[str]:
+    return [json.dumps(r) + "\n" for r in records]
+
+
+def refusals(scorer, lines):
+    """score_stream, not strict: (post ids written, [(line, problem)] refused)."""
+    out, refused = io.StringIO(), []
+    score_stream(scorer, lines, out, on_refused=lambda e: refused.append((e.line, e.problem)))
+    return [json.loads(line)["post_id"] for line in out.getvalue().splitlines()], refused
+
+
+def test_a_typo_in_a_year_is_refused_and_the_timeline_goes_on(loaded):
+    """Ingest's timestamp window holds here too: year 2204, 9999 or 0001 is refused with its line,
+    and the next ordinary post of that timeline is scored (one bad line stops no user)."""
+    posts = [{"timeline_id": "u", "post_id": "p1", "text": "hello", "timestamp": "2024-05-01T10:00:00Z"},
+             {"timeline_id": "u", "post_id": "p2", "text": "typo", "timestamp": "2204-05-01T10:05:00Z"},
+             {"timeline_id": "u", "post_id": "p3", "text": "far", "timestamp": "9999-01-01T00:00:00Z"},
+             {"timeline_id": "u", "post_id": "p4", "text": "old", "timestamp": "0001-01-01T00:00:00Z"},
+             {"timeline_id": "u", "post_id": "p5", "text": "next", "timestamp": "2024-05-01T10:10:00Z"}]
+    written, refused = refusals(StreamScorer(*loaded), as_lines(posts))
+    assert written == ["p1", "p5"]
+    assert [line for line, _ in refused] == [2, 3, 4]
+    assert refused[0][1].startswith("timestamp 2204-05-01T10:05:00+00:00 is after latest_timestamp now (")
+    assert refused[2][1].startswith("timestamp 0001-01-01T00:00:00+00:00 is before earliest_timestamp 1970-01-01")
+
+
+def test_unix_seconds_score_like_the_same_time_in_iso_8601(loaded):
+    iso = [{"timeline_id": "u", "post_id": f"p{i}", "text": f"post {i}",
+            "timestamp": (START + timedelta(minutes=7 * i)).isoformat()} for i in range(4)]
+    unix = [{**p, "timestamp": (START + timedelta(minutes=7 * i)).timestamp()} for i, p in enumerate(iso)]
+    unix[1]["timestamp"] = int(unix[1]["timestamp"])  # an integer too
+    outputs = []
+    for posts in (iso, unix):
+        out = io.StringIO()
+        score_stream(StreamScorer(*loaded), as_lines(posts), out, strict=True)
+        outputs.append(out.getvalue())
+    assert outputs[0] == outputs[1]
+
+
+def test_a_repeated_key_in_a_line_is_refused(loaded):
+    line = '{"timeline_id": "u", "post_id": "p1", "text": "a", "text": "b"}\n'
+    written, refused = refusals(StreamScorer(*loaded), [line])
+    assert written == [] and refused == [(1, "key 'text' appears twice in the object")]
+
+
+def test_at_most_max_timelines_are_kept_least_recently_seen_first_out(loaded):
+    scorer = StreamScorer(*loaded, max_timelines=2)
+    posts = [{"timeline_id": t, "post_id": f"{t}{i}", "text": f"{t} {i}"} for i, t in enumerate("aabca")]
+    out = io.StringIO()
+    summary = score_stream(scorer, as_lines(posts), out, strict=True)
+    windows = [json.loads(line)["window"] for line in out.getvalue().splitlines()]
+    # c evicts a (b was seen later); a comes back with an empty window, evicting b
+    assert windows == [1, 2, 1, 1, 1]
+    assert summary.evicted == 2 and summary.written == 5
+    assert [key[1] for key in scorer.timelines] == ["c", "a"]
+    # a refused post of a new timeline does not take a place
+    written, refused = refusals(scorer, ['{"timeline_id": "d", "post_id": "x", "text": 1}\n'])
+    assert refused and [key[1] for key in scorer.timelines] == ["c", "a"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--threads", "-2"], "argument --threads: -2 is not a positive integer"),
+    (["--max-timelines", "0"], "argument --max-timelines: 0 is not a positive integer"),
+    (["--device", "banana"], "error: --device 'banana': expected cpu, cuda or cuda:N"),
+    (["--device", "cuda:7"], "CUDA device"),
+    (["--input", "."], "error: --input .: is a folder, not a JSONL file"),
+    (["--latest-timestamp", "tomorrow"], "latest_timestamp"),
+])
+def test_bad_flags_give_one_line(trained, flags, message):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run([*PREDICT, "--model", str(trained[1]), *flags], capture_output=True, text=True,
+                            env=env, timeout=300, stdin=subprocess.DEVNULL)
+    assert result.returncode in (1, 2), result.stderr
+    assert message in result.stderr
+    # argparse's usage lines may precede it: the error itself is one line, the last
+    assert "Traceback" not in result.stderr and message in result.stderr.strip().splitlines()[-1], result.stderr
+
+
+def test_a_closed_pipe_ends_the_stream_quietly(trained, tmp_path):
+    stream = tmp_path / "posts.jsonl"
+    stream.write_text("".join(as_lines([{"timeline_id": f"t{i % 7}", "post_id": f"p{i}", "text": "word " * (i % 9)}
+                                     for i in range(300)])))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    command = " ".join([*PREDICT, "--model", str(trained[1]), "--input", str(stream), "2>", str(tmp_path / "err"),
+                        "| head -1"])
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert json.loads(result.stdout)["post_id"] == "p0"
+    assert (tmp_path / "err").read_text() == "" and result.returncode == 0

@@ -45,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        status = args.func(args)
     except (InputError, FileNotFoundError, ValueError) as error:
         print(f"tempoformer {args.command}: error: {error}", file=sys.stderr)
         return 1
-    return 0
+    return status if type(status) is int else 0  # a subcommand may return its exit status
 
 
 if __name__ == "__main__":

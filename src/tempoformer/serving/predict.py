@@ -2,9 +2,12 @@
 
 Input: JSON Lines, one post per line, in arrival order:
     {"timeline_id": "u1", "post_id": "p7", "text": "...", "timestamp": "2024-05-01T10:00:00Z"}
-`timestamp` (ISO 8601; without a zone it is UTC) is optional, but within a timeline it must not
-go back in time: a post may not be earlier than the latest timestamped post before it, untimed
-posts in between or not. A `post_id` appears once per timeline. Other fields are ignored.
+`timestamp` (ISO 8601 text, without a zone UTC; or a number of Unix seconds) is optional, but
+it must lie in [earliest_timestamp, latest_timestamp] as ingest requires (by default from the
+Unix epoch to now plus one day: `--earliest-timestamp`, `--latest-timestamp`), and within a
+timeline it must not go back in time: a post may not be earlier than the latest timestamped
+post before it, untimed posts in between or not. A `post_id` appears once per timeline; a key
+appears once per line. Other fields are ignored.
 Output: one JSON line per post, in arrival order, flushed as soon as that post is scored:
     {"timeline_id": "u1", "post_id": "p7", "prediction": "New", "probabilities": {"New": 0.8, ...},
      "window": 3}
@@ -19,9 +22,19 @@ of the two TempoFormer layers over its window; besides, it remembers its post id
 repeated one) and its latest timestamp. No line is ever waited for: the lines already at hand are
 scored together (line_batches), so on a pipe a post that arrives alone is scored at once, while a
 backlog (a file) is scored up to MAX_BATCH posts at a time: the same scores up to float rounding,
-twice as fast at window 5 (bench/README.md). A bad line stops the stream with an error naming its line number and
-the problem; the posts before it have already been written. So does a post the model gives a
-non-finite score (damaged weights): no NaN is ever written.
+twice as fast at window 5 (bench/README.md).
+
+A bad line (not JSON, a missing or mistyped field, a timestamp out of range or back in time, a
+repeated id) is refused: reported on stderr with its line number and the problem, leaving no
+trace in its timeline, and the stream goes on with the next line; the exit status then says
+that lines were refused (REFUSED_STATUS). With `strict` the first bad line stops the stream
+instead (the posts before it have already been written). A post the model gives a non-finite
+score (damaged weights) always stops the stream: no NaN is ever written.
+
+Memory: at most `max_timelines` timelines are kept (about 50 KB each with MiniLM at window 5:
+the local encodings of its last w posts); a post of a new timeline beyond that evicts the least
+recently seen one, which, should it come back, starts afresh (an empty window, its old post ids
+forgotten). The count of evictions is reported at the end (bench/predict_memory.py).
 """
 
 from __future__ import annotations
@@ -32,7 +45,7 @@ import os
 import select
 import stat
 import sys
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,8 +55,11 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from ..data.ingest._common import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TimeRange
 from ..data.windows import log_gap_seconds
 from ..device import autocast, pick_device, set_threads
+
+from .cli import MAX_TIMELINES, REFUSED_STATUS
 
 
 class StreamInputError(ValueError):
@@ -115,25 +131,48 @@ def _identifier(record: dict, key: str) -> str | int:
     return value
 
 
-def parse_timestamp(value) -> float | None:
-    """ISO 8601 text -> POSIX seconds (naive times are UTC); None/absent -> None."""
+def parse_timestamp(value, span: TimeRange | None = None) -> float | None:
+    """ISO 8601 text (naive times are UTC) or Unix seconds -> POSIX seconds; None/absent -> None.
+    With `span`, a time outside it is refused as ingest refuses it."""
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise ValueError(f"field 'timestamp' must be ISO 8601 text or null, got {value!r}")
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(f"field 'timestamp' is not an ISO 8601 time: {value!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            moment = datetime.fromtimestamp(value, timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(f"field 'timestamp' {value!r} is not a time in Unix seconds") from None
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"field 'timestamp' is not an ISO 8601 time: {value!r}") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+    else:
+        raise ValueError(f"field 'timestamp' must be ISO 8601 text, Unix seconds or null, got {value!r}")
+    if span is not None and not span.contains(moment):
+        if span.earliest and moment < span.earliest:
+            bound = f"before earliest_timestamp {span.earliest.isoformat()}"
+        else:
+            bound = f"after latest_timestamp {span.latest_name}"
+        raise ValueError(f"timestamp {moment.isoformat()} is {bound} (--earliest-timestamp / "
+                         "--latest-timestamp, as ingest's reader options)")
     return moment.timestamp()
 
 
-def parse_post(line: str) -> Post:
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    record = {}
+    for key, value in pairs:
+        if key in record:
+            raise ValueError(f"key {key!r} appears twice in the object")
+        record[key] = value
+    return record
+
+
+def parse_post(line: str, span: TimeRange | None = None) -> Post:
     """One JSON line -> Post; ValueError says what is wrong."""
     try:
-        record = json.loads(line)
+        record = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON ({error})") from None
     if not isinstance(record, dict):
@@ -144,7 +183,7 @@ def parse_post(line: str) -> Post:
     if not isinstance(text, str):
         raise ValueError(f"field 'text' must be a string, got {text!r}")
     return Post(_identifier(record, "timeline_id"), _identifier(record, "post_id"), text,
-                parse_timestamp(record.get("timestamp")))
+                parse_timestamp(record.get("timestamp"), span))
 
 
 MAX_BATCH = 32  # lines scored together at most, when that many have already arrived
@@ -160,12 +199,18 @@ class StreamScorer:
     little arithmetic (about a third of the machine's GEMM rate); a batch makes them compute-bound.
     Scores are those of one post at a time, up to float rounding."""
 
-    def __init__(self, model, tokenizer, meta: dict, device: str = "cpu"):
+    def __init__(self, model, tokenizer, meta: dict, device: str = "cpu", max_timelines: int = MAX_TIMELINES):
+        if max_timelines < 1:
+            raise ValueError(f"max_timelines must be at least 1, got {max_timelines}")
         self.model, self.tokenizer, self.meta, self.device = model.eval(), tokenizer, meta, device
         self.labels: list[str] = meta["labels"]
         self.window: int = meta["window"]
         self.max_tokens: int = meta["max_tokens"]
-        self.timelines: dict[tuple[str, str | int], _Timeline] = {}
+        # least recently seen first: a new timeline beyond max_timelines evicts the first
+        self.timelines: OrderedDict[tuple[str, str | int], _Timeline] = OrderedDict()
+        self.max_timelines = max_timelines
+        self.evicted = 0
+        self.span: TimeRange | None = TimeRange()  # the timestamps accepted: ingest's defaults
         self.last_window = 0  # posts in the window of the last post score() scored
         if hasattr(tokenizer, "ids"):  # saved_model.FastTokenizer, truncating to max_tokens itself
             self._token_ids = tokenizer.ids
@@ -173,22 +218,24 @@ class StreamScorer:
             self._token_ids = lambda text: tokenizer(text, truncation=True, max_length=self.max_tokens)["input_ids"]
 
     @classmethod
-    def from_dir(cls, model_dir, device: str | None = None) -> StreamScorer:
+    def from_dir(cls, model_dir, device: str | None = None, max_timelines: int = MAX_TIMELINES) -> StreamScorer:
         from .saved_model import load_trained
 
         device = pick_device(device)
         model, tokenizer, meta = load_trained(model_dir, device=device, fast_tokenizer=True)
         if device == "cpu":
             transpose_linears(model)  # the scorer owns this model
-        return cls(model, tokenizer, meta, device)
+        return cls(model, tokenizer, meta, device, max_timelines)
 
-    def _accept(self, post: Post, line: int | None) -> None:
+    def _accept(self, post: Post, line: int | None) -> _Timeline:
         """Check `post` against the posts of its timeline before it (the post table's rules) and
-        record its id and time. ValueError names the problem; a refused post leaves no trace."""
+        record its id and time; returns its timeline. ValueError names the problem; a refused
+        post leaves no trace (a new timeline is kept only once its first post is accepted)."""
         key = _key(post.timeline_id)  # 1 and "1" are two timelines
         timeline = self.timelines.get(key)
-        if timeline is None:
-            timeline = self.timelines[key] = _Timeline(deque(maxlen=self.window), {})
+        new = timeline is None
+        if new:
+            timeline = _Timeline(deque(maxlen=self.window), {})
         where = f"timeline {post.timeline_id!r}"
         earlier = timeline.line_of.get(_key(post.post_id), False)
         if earlier is not False:
@@ -203,6 +250,14 @@ class StreamScorer:
         timeline.line_of[_key(post.post_id)] = line
         if post.seconds is not None:
             timeline.latest = (post.seconds, post.post_id)
+        if new:
+            self.timelines[key] = timeline
+            if len(self.timelines) > self.max_timelines:
+                self.timelines.popitem(last=False)
+                self.evicted += 1
+        else:
+            self.timelines.move_to_end(key)
+        return timeline
 
     def _encode(self, posts: list[Post]) -> list[_Seen]:
         """Each post's tokens through the embeddings and local layers, once: in passes of up to
@@ -265,21 +320,21 @@ class StreamScorer:
         """Score `posts` (in arrival order) as one batch, each given the posts of its timeline
         before it. Returns ([(probabilities, window size)] of the posts scored, failure), where
         failure is None or (i, problem): posts[i] was refused or got a non-finite score, and the
-        posts before it are the ones scored."""
+        posts before it are the ones scored; a non-finite score has `fatal` set (i, problem, fatal)."""
         lines = lines or [None] * len(posts)
-        accepted, failure = [], None
+        accepted, timelines, failure = [], [], None
         for i, (post, line) in enumerate(zip(posts, lines)):
             try:
-                self._accept(post, line)
+                timelines.append(self._accept(post, line))
             except ValueError as error:
-                failure = (i, str(error))
+                failure = (i, str(error), False)
                 break
             accepted.append(post)
         if not accepted:
             return [], failure
         windows = []
-        for post, seen in zip(accepted, self._encode(accepted)):
-            history = self.timelines[_key(post.timeline_id)].history
+        for timeline, seen in zip(timelines, self._encode(accepted)):
+            history = timeline.history  # its own: the timeline may be evicted by a later post of the batch
             history.append(seen)  # the oldest post drops out once the window is full
             windows.append(list(history))
         # a batch without time feature uses window positions as a whole: timed windows apart
@@ -299,7 +354,8 @@ class StreamScorer:
         for i, (post, prob) in enumerate(zip(accepted, probs)):
             if not np.isfinite(prob).all():
                 return results, (i, f"the model gave non-finite scores ({', '.join(map(str, prob))}) for post "
-                                    f"{post.post_id!r} of timeline {post.timeline_id!r}: its weights may be damaged")
+                                    f"{post.post_id!r} of timeline {post.timeline_id!r}: its weights may be damaged",
+                                 True)
             results.append((prob, len(windows[i])))
         return results, failure
 
@@ -372,72 +428,141 @@ def line_batches(source, max_batch: int = MAX_BATCH) -> Iterator[list[tuple[int,
         yield batch
 
 
-def score_stream(scorer: StreamScorer, input_lines, output: TextIO, source: str = "<input>") -> int:
-    """Score the lines of `input_lines` (see line_batches) in arrival order; returns the number of
-    posts written. Blank lines are skipped. A bad line raises StreamInputError naming it, after
-    the posts before it have been written."""
-    written = 0
+@dataclass
+class StreamSummary:
+    written: int = 0  # posts scored and written
+    refused: int = 0  # lines refused (not strict)
+    evicted: int = 0  # timelines evicted (max_timelines)
+
+    def report(self, max_timelines: int) -> str:
+        return (f"{self.written} posts scored, {self.refused} line(s) refused, {self.evicted} timeline(s) evicted "
+                f"(least recently seen, beyond --max-timelines {max_timelines})")
+
+
+def _stderr_refusal(error: StreamInputError) -> None:
+    print(f"refused: {error}", file=sys.stderr, flush=True)
+
+
+def score_stream(scorer: StreamScorer, input_lines, output: TextIO, source: str = "<input>", *,
+                 strict: bool = False, on_refused=_stderr_refusal) -> StreamSummary:
+    """Score the lines of `input_lines` (see line_batches) in arrival order. Blank lines are
+    skipped. A bad line is passed to `on_refused` (a StreamInputError naming it) and skipped;
+    with `strict` it is raised instead, after the posts before it have been written. A
+    non-finite score is always raised."""
+    summary = StreamSummary()
+
+    def refuse(error: StreamInputError) -> None:
+        if strict:
+            raise error
+        summary.refused += 1
+        on_refused(error)
+
     for batch in line_batches(input_lines):
-        posts, numbers, error = [], [], None
+        pending = []  # (number, Post) or (number, StreamInputError), in line order
         for number, line in batch:
             try:
                 if isinstance(line, bytes):
                     line = line.decode("utf-8")
                 if line.strip():
-                    posts.append(parse_post(line))
-                    numbers.append(number)
+                    pending.append((number, parse_post(line, scorer.span)))
             except UnicodeDecodeError as bad:
-                error = StreamInputError(source, number, f"not UTF-8 text ({bad.reason} at byte {bad.start})")
-                break
+                pending.append((number, StreamInputError(
+                    source, number, f"not UTF-8 text ({bad.reason} at byte {bad.start})")))
             except ValueError as bad:
-                error = StreamInputError(source, number, str(bad))
-                break
-        results, failure = scorer.score_posts(posts, numbers) if posts else ([], None)
-        for post, (prob, window) in zip(posts, results):
-            output.write(json.dumps(scorer.result(post, prob, window), allow_nan=False) + "\n")  # a NaN would not be JSON
-        output.flush()
-        written += len(results)
-        if failure:
-            raise StreamInputError(source, numbers[failure[0]], failure[1])
-        if error:
-            raise error
-    return written
+                pending.append((number, StreamInputError(source, number, str(bad))))
+        while pending:
+            # the posts up to the next bad line, scored together; then that line refused
+            cut = next((i for i, (_, item) in enumerate(pending) if isinstance(item, StreamInputError)),
+                       len(pending))
+            posts = [post for _, post in pending[:cut]]
+            numbers = [number for number, _ in pending[:cut]]
+            results, failure = scorer.score_posts(posts, numbers) if posts else ([], None)
+            for post, (prob, window) in zip(posts, results):
+                output.write(json.dumps(scorer.result(post, prob, window), allow_nan=False) + "\n")  # a NaN would not be JSON
+            output.flush()
+            summary.written += len(results)
+            if failure:
+                i, problem, fatal = failure
+                error = StreamInputError(source, numbers[i], problem)
+                if fatal:
+                    raise error
+                refuse(error)
+                pending = pending[i + 1 :]
+            else:
+                if cut < len(pending):
+                    refuse(pending[cut][1])
+                pending = pending[cut + 1 :]
+    summary.evicted = scorer.evicted
+    return summary
 
 
 def predict_stream(model_dir, input_lines, output: TextIO, *, source: str = "<input>",
-                   device: str | None = None, threads: int | None = None) -> int:
+                   device: str | None = None, threads: int | None = None, strict: bool = False,
+                   max_timelines: int = MAX_TIMELINES, earliest_timestamp: str | None = EARLIEST_TIMESTAMP,
+                   latest_timestamp: str | None = LATEST_TIMESTAMP) -> StreamSummary:
     """Load the model in `model_dir` and score `input_lines` (JSON posts) onto `output`."""
+    span = TimeRange(earliest_timestamp, latest_timestamp)
     set_threads(threads)
-    return score_stream(StreamScorer.from_dir(model_dir, device), input_lines, output, source)
+    scorer = StreamScorer.from_dir(model_dir, device, max_timelines)
+    scorer.span = span
+    return score_stream(scorer, input_lines, output, source, strict=strict)
 
 
-def predict_file(model_dir, input_path, output: TextIO = sys.stdout, *, device: str | None = None,
-                 threads: int | None = None) -> int:
-    """`input_path` a JSONL file, or "-" for standard input (read as it arrives)."""
+def predict_file(model_dir, input_path, output: TextIO = sys.stdout, **options) -> StreamSummary:
+    """`input_path` a JSONL file, or "-" for standard input (read as it arrives); `options` those
+    of predict_stream."""
     if str(input_path) == "-":
-        return predict_stream(model_dir, sys.stdin, output, source="<stdin>", device=device, threads=threads)
+        return predict_stream(model_dir, sys.stdin, output, source="<stdin>", **options)
+    if os.path.isdir(input_path):
+        raise ValueError(f"--input {input_path}: is a folder, not a JSONL file")
     with open(input_path, "rb") as lines:  # decoded line by line: a bad byte names its line
-        return predict_stream(model_dir, lines, output, source=str(input_path), device=device,
-                              threads=threads)
+        return predict_stream(model_dir, lines, output, source=str(input_path), **options)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("--model", required=True, type=Path, help="folder written by save_trained")
-    parser.add_argument("--input", default="-", help="JSONL posts in arrival order; - = stdin (default)")
-    parser.add_argument("--threads", type=int, help="torch threads")
-    parser.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda if available)")
-    return parser
+def check_device(device: str | None) -> str | None:
+    """`--device`: cpu, cuda or cuda:N, and a CUDA device only where one exists."""
+    import re
+
+    if device is None:
+        return None
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise ValueError(f"--device {device!r}: expected cpu, cuda or cuda:N")
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device.partition(":")[2] or 0)
+        if index >= count:
+            raise ValueError(f"--device {device}: {'no CUDA device' if not count else f'only {count} CUDA device(s)'}"
+                             " on this machine")
+    return device
+
+
+def run(args) -> int:
+    """`tempoformer predict`: 0 all posts scored, 1 stopped by an error, REFUSED_STATUS lines refused."""
+    def bound(value, default):
+        return default if value is None else None if value.lower() in ("none", "null") else value
+
+    try:
+        summary = predict_file(args.model, args.input, sys.stdout, device=check_device(args.device),
+                               threads=args.threads, strict=args.strict, max_timelines=args.max_timelines,
+                               earliest_timestamp=bound(args.earliest_timestamp, EARLIEST_TIMESTAMP),
+                               latest_timestamp=bound(args.latest_timestamp, LATEST_TIMESTAMP))
+    except BrokenPipeError:
+        # the reader went away (`| head`): nothing more to say, and nothing to flush at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (ValueError, OSError) as error:
+        print(f"tempoformer predict: error: {error}", file=sys.stderr)
+        return 1
+    if summary.refused or summary.evicted:
+        print(f"tempoformer predict: {summary.report(args.max_timelines)}", file=sys.stderr)
+    return REFUSED_STATUS if summary.refused else 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .cli import add_arguments
+
     parser = argparse.ArgumentParser(prog="tempoformer predict", description=__doc__.split("\n")[0])
-    args = add_arguments(parser).parse_args(argv)
-    try:
-        predict_file(args.model, args.input, sys.stdout, device=args.device, threads=args.threads)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"tempoformer predict: error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return run(add_arguments(parser).parse_args(argv))
 
 
 if __name__ == "__main__":
