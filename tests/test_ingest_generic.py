@@ -100,6 +100,17 @@ def raises_input_error(call, file_name, record, problem):
     ("a.parquet", "not parquet", {}, "-", "not a readable Parquet file"),
     ("a.txt", "x", {}, "-", "unknown extension"),
     ("a.csv", "timeline_id,post_id,text\n", {}, "-", "empty: no posts"),
+    # types: a text that is not text, an id that is neither text nor an integer (1 and 1.0 would
+    # be two timelines), a key given twice (JSON would keep the last value)
+    ("a.jsonl", '{"timeline_id": "t", "post_id": 1, "text": {"a": 1}}\n', {}, "line 1 (timeline 't', post 1)",
+     "text {'a': 1} (column 'text') is a dict, not text"),
+    ("a.jsonl", '{"timeline_id": 1, "post_id": 1, "text": "x"}\n{"timeline_id": 1.0, "post_id": 2, "text": "y"}\n',
+     {}, "line 2 (timeline 1.0, post 2)", "timeline_id 1.0 (column 'timeline_id') is a float: an id must be text"),
+    ("a.jsonl", '{"timeline_id": "t", "post_id": true, "text": "x"}\n', {}, "line 1", "post_id True"),
+    ("a.jsonl", '{"timeline_id": "t", "post_id": 1, "text": "x", "label": [1]}\n', {}, "line 1",
+     "label [1] (column 'label') is a list"),
+    ("a.jsonl", '{"timeline_id": "t", "post_id": 1, "text": "x", "text": "y"}\n', {}, "line 1",
+     "key 'text' appears twice"),
 ])
 def test_bad_input(tmp_path, name, content, options, record, problem):
     path = tmp_path / name
@@ -177,3 +188,9 @@ def test_csv_field_over_the_csv_module_default_limit(tmp_path):
     path.write_text(f'timeline_id,post_id,text\nt,1,"{long}"\nt,2,short\n')
     df = ingest("generic", path)
     assert df["text"].str.len_chars().to_list() == [200_000, 5]
+
+
+def test_float_ids_in_parquet_are_refused_not_turned_into_text(tmp_path):
+    path = tmp_path / "a.parquet"
+    pl.DataFrame({"timeline_id": [1.0, 2.0], "post_id": [1, 2], "text": ["x", "y"]}).write_parquet(path)
+    raises_input_error(lambda: generic.read(path), "a.parquet", "row 0", "timeline_id 1.0 (column 'timeline_id') is a float")

@@ -55,7 +55,7 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from ..data.ingest._common import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TimeRange
+from ..data.ingest._common import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, DuplicateKey, TimeRange, unique_keys
 from ..data.windows import log_gap_seconds
 from ..device import autocast, pick_device, set_threads
 
@@ -160,21 +160,14 @@ def parse_timestamp(value, span: TimeRange | None = None) -> float | None:
     return moment.timestamp()
 
 
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    record = {}
-    for key, value in pairs:
-        if key in record:
-            raise ValueError(f"key {key!r} appears twice in the object")
-        record[key] = value
-    return record
-
-
 def parse_post(line: str, span: TimeRange | None = None) -> Post:
     """One JSON line -> Post; ValueError says what is wrong."""
     try:
-        record = json.loads(line, object_pairs_hook=_unique_keys)
+        record = json.loads(line, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON ({error})") from None
+    except DuplicateKey as error:  # json would keep the last value silently
+        raise ValueError(f"key {error.args[0]!r} appears twice in the object") from None
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object, got {type(record).__name__}")
     if "text" not in record:

@@ -50,25 +50,25 @@ def load_json(path: Path) -> object:
     except UnicodeDecodeError as e:
         raise InputError(path, f"byte {e.start}", "not UTF-8 text") from e
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
         raise InputError(path, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from e
-    except _DuplicateKey as e:
+    except DuplicateKey as e:
         # json would keep only the last value: a duplicated id would lose a record silently.
         raise InputError(path, f"key {e.args[0]!r}", "duplicate key (duplicate id)") from e
 
 
-class _DuplicateKey(Exception):
+class DuplicateKey(Exception):
     pass
 
 
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+def unique_keys(pairs: list[tuple[str, object]]) -> dict:
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(key)
+                raise DuplicateKey(key)
             seen.add(key)
     return result
 

@@ -32,7 +32,8 @@ import polars as pl
 
 from ..posts import POST_SCHEMA, InputError, check_label, label_set, validate_posts
 from ._common import (
-    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TimeRange, parse_datetime, read_csv_rows, require_file,
+    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, DuplicateKey, TimeRange, parse_datetime, read_csv_rows, require_file,
+    unique_keys,
 )
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,17 @@ def _read_rows(
         for field in REQUIRED:
             if value[field] is None or (field != "text" and str(value[field]).strip() == ""):
                 raise InputError(file, record, f"empty {field} (column {mapping[field]!r})")
+        for field in ("timeline_id", "post_id"):
+            # 1 and 1.0 would be two timelines, True the text "True": an id is text or an integer
+            if isinstance(value[field], bool) or not isinstance(value[field], (str, int)):
+                raise InputError(file, record, f"{field} {value[field]!r} (column {mapping[field]!r}) is a "
+                                 f"{type(value[field]).__name__}: an id must be text or an integer")
+        if not isinstance(value["text"], str):
+            raise InputError(file, record, f"text {value['text']!r} (column {mapping['text']!r}) is a "
+                             f"{type(value['text']).__name__}, not text")
+        if isinstance(value.get("label"), (bool, float, list, dict)):
+            raise InputError(file, record, f"label {value['label']!r} (column {mapping['label']!r}) is a "
+                             f"{type(value['label']).__name__}: a label is text or an integer")
         post_id = str(value["post_id"])
         if post_id in seen:
             raise InputError(file, record, f"duplicate post_id (also at {seen[post_id]})")
@@ -294,9 +306,11 @@ def _jsonl_rows(file: Path) -> Iterator[tuple[str, dict]]:
                 if not text.strip():
                     continue
                 try:
-                    row = json.loads(text)
+                    row = json.loads(text, object_pairs_hook=unique_keys)
                 except json.JSONDecodeError as e:
                     raise InputError(file, f"line {n}", f"malformed JSON: {e.msg}") from e
+                except DuplicateKey as e:  # json would keep the last value silently
+                    raise InputError(file, f"line {n}", f"key {e.args[0]!r} appears twice") from e
                 if not isinstance(row, dict):
                     raise InputError(file, f"line {n}", "expected a JSON object")
                 # Every line must have the columns of the first: a field missing further down

@@ -306,6 +306,7 @@ def _read_tweet(file: Path, stances: dict[str, str]) -> tuple[_Tweet, str | None
     if tweet_id not in stances:
         raise InputError(file, record, "no stance for this tweet in the annotation file(s)")
     parent = data.get("in_reply_to_status_id_str") or data.get("in_reply_to_status_id")
+    _require_text(data.get("full_text") or data["text"], file, record)
     tweet = _Tweet(
         id=tweet_id,
         time=parse_created_at(data["created_at"], file, record),
@@ -343,6 +344,11 @@ def _threads_from_conversations(file: Path) -> list:
     return threads
 
 
+def _require_text(text: object, file: Path, record: str) -> None:
+    if not isinstance(text, str):  # str() would turn {"a": 1} into "{'a': 1}" silently
+        raise InputError(file, record, f"field 'text' is a {type(text).__name__} ({text!r}), not text")
+
+
 def _flat_tweet(item: object, file: Path, where: str) -> _Tweet:
     if not isinstance(item, dict):
         raise InputError(file, where, "expected an object")
@@ -354,5 +360,6 @@ def _flat_tweet(item: object, file: Path, where: str) -> _Tweet:
         raise InputError(file, record, f"tweet id {item['id']!r} is not a number")
     if item["stance"] not in STANCES:
         raise InputError(file, record, f"unknown stance {item['stance']!r}")
+    _require_text(item["text"], file, record)
     return _Tweet(id=str(item["id"]), time=parse_created_at(item["created_at"], file, record),
                   stance=item["stance"], text=item["text"], origin=file, record=record)
