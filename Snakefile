@@ -32,6 +32,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/resources.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/streams.smk"
 include: "workflow/rules/embed.smk"

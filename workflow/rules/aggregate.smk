@@ -31,6 +31,10 @@ rule aggregate:
         seed=BOOTSTRAP["seed"],
         tables=lambda w, output: os.path.dirname(output.table2_md),
         figures=lambda w, output: os.path.dirname(output.figure3),
+    resources:
+        # every run's predictions and the bootstrap
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(4000, attempt),
     log:
         f"{RESULTS}/logs/aggregate.log",
     benchmark:
@@ -55,6 +59,9 @@ rule table1:
         minority=json.dumps({name: spec["labels"][:-1] for name, spec in DATASETS.items()}, sort_keys=True),
         paper=PAPER_COLUMNS,
         tables=lambda w, output: os.path.dirname(output.table1_md),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(2000, attempt),
     log:
         f"{RESULTS}/logs/table1.log",
     benchmark:
@@ -79,6 +86,9 @@ rule diversity:
         code=code("diversity"),
         **DIVERSITY,
     threads: config["threads"]
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(diversity_seconds(), attempt),
+        mem_mb=lambda w, attempt: mem_request(diversity_mem_mb(), attempt),
     log:
         f"{RESULTS}/logs/{{dataset}}/diversity.log",
     benchmark:
@@ -102,6 +112,9 @@ rule table5:
         names=list(DATASETS),
         paper=PAPER_COLUMNS,
         tables=lambda w, output: os.path.dirname(output.table5_md),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(1000, attempt),
     log:
         f"{RESULTS}/logs/table5.log",
     benchmark:

@@ -16,11 +16,13 @@ rule embed:
         cache=lambda w: f"{RESULTS}/{w.dataset}/sbert_cache.npz",
         code=code("embed"),
     threads: config["threads"]
-    # Cluster requests (profiles/slurm): a CPU job; memory (MB) and time (minutes) double with
-    # each retry of a failed job.
+    # Cluster requests (profiles/slurm): a CPU job (no GPU: each distinct text is encoded once per
+    # dataset, and this stage has no `device` setting to turn a request off); memory (MB) and
+    # time (minutes) double with each retry of a failed job.
     resources:
         mem_mb=lambda w, attempt: 4000 * 2 ** (attempt - 1),
         runtime=lambda w, attempt: 120 * 2 ** (attempt - 1),
+        gpu=0,
     log:
         f"{RESULTS}/logs/{{dataset}}/embed.log",
     benchmark:

@@ -22,6 +22,10 @@ rule future_lm_corpus:
         digest=lambda w: content_digest(fl_source_paths(w.fl_dataset)),
         out_dir=lambda w: fl_dir(w.fl_dataset),
         code=code("future-lm-corpus"),
+    resources:
+        # the sources read whole (the Anthology: 2000-2022)
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(4000, attempt),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/corpus.log",
     benchmark:
@@ -46,6 +50,9 @@ rule future_lm_tokenize:
         stopwords=lambda w: f"--stopwords {fl_section(w.fl_dataset, 'stopwords')}" if fl_section(w.fl_dataset, "stopwords") else "",
         out_dir=lambda w: fl_dir(w.fl_dataset),
         code=code("future-lm-tokenize"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(4000, attempt),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/tokenize.log",
     benchmark:
@@ -66,6 +73,9 @@ rule future_lm_frequency:
     params:
         smoothing=lambda w: fl_section(w.fl_dataset, "smoothing") or 1.0,
         code=code("future-lm-frequency"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(2000, attempt),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/frequency.log",
     benchmark:
@@ -93,6 +103,10 @@ rule future_lm_context:
         device=fl_device(),
         code=code("future-lm-context"),
     threads: FL_THREADS
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(fl_context_seconds(w), attempt),
+        mem_mb=lambda w, attempt: mem_request(fl_context_mem_mb(w), attempt),
+        gpu=lambda w: stage_gpu(FL, fl_longest_seconds(w.fl_dataset)),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/context.log",
     benchmark:
@@ -119,6 +133,13 @@ rule future_lm_pretrain:
         device=fl_device(),
         code=code("future-lm-pretrain"),
     threads: FL_THREADS
+    # Cluster requests (resources.smk): time from the epochs, the capped training years and
+    # the LM's size (the measured ACL times scaled); a GPU where the dataset's training is long,
+    # unless `device: cpu`.
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(fl_pretrain_seconds(w), attempt),
+        mem_mb=lambda w, attempt: mem_request(fl_lm_mem_mb(w, "pretrain"), attempt),
+        gpu=lambda w: stage_gpu(FL, fl_longest_seconds(w.fl_dataset)),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/pretrain.log",
     benchmark:
@@ -146,6 +167,10 @@ rule future_lm_train:
         device=fl_device(),
         code=code("future-lm-train"),
     threads: FL_THREADS
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(fl_train_seconds(w), attempt),
+        mem_mb=lambda w, attempt: mem_request(fl_lm_mem_mb(w), attempt),
+        gpu=lambda w: stage_gpu(FL, fl_longest_seconds(w.fl_dataset)),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/train_{{fl_model}}_seed{{seed}}.log",
     benchmark:
@@ -176,6 +201,10 @@ rule future_lm_evaluate:
         device=fl_device(),
         code=code("future-lm-evaluate"),
     threads: FL_THREADS
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(fl_evaluate_seconds(w), attempt),
+        mem_mb=lambda w, attempt: mem_request(fl_lm_mem_mb(w), attempt),
+        gpu=lambda w: stage_gpu(FL, fl_longest_seconds(w.fl_dataset)),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/evaluate_{{fl_model}}_seed{{seed}}.log",
     benchmark:
@@ -204,6 +233,10 @@ rule future_lm_unigram:
         device=fl_device(),
         code=code("future-lm-unigram"),
     threads: FL_THREADS
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(fl_unigram_seconds(w), attempt),
+        mem_mb=lambda w, attempt: mem_request(fl_lm_mem_mb(w), attempt),
+        gpu=lambda w: stage_gpu(FL, fl_longest_seconds(w.fl_dataset)),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/unigram_seed{{seed}}.log",
     benchmark:
@@ -238,6 +271,9 @@ rule future_lm_tables:
         out_dir=lambda w: f"{TABLES}/{w.fl_dataset}",
         figures_dir=lambda w: f"{FIGURES}/{w.fl_dataset}",
         code=code("future-lm-tables"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(2000, attempt),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/tables.log",
     benchmark:
@@ -260,6 +296,9 @@ rule future_lm_human_sheet:
         per_model=lambda w: (fl_section(w.fl_dataset, "human_eval") or {}).get("per_model", 10),
         seed=lambda w: (fl_section(w.fl_dataset, "human_eval") or {}).get("seed", 0),
         code=code("future-lm-human-sheet"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(1000, attempt),
     log:
         f"{RESULTS}/logs/future_lm/{{fl_dataset}}/human_sheet.log",
     benchmark:

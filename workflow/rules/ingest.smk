@@ -10,6 +10,9 @@ rule synthetic_lrs:
         n_threads=lambda w: DATASETS[w.dataset]["synthetic"]["n_threads"],
         seed=lambda w: DATASETS[w.dataset]["synthetic"]["seed"],
         code=code("synthetic-lrs"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(1000, attempt),
     log:
         f"{RESULTS}/logs/{{dataset}}/synthetic_lrs.log",
     benchmark:
@@ -34,6 +37,10 @@ rule ingest:
         raw=lambda w, input: f"--input {input.raw}" if input.raw else "",
         raw_digest=raw_digest,
         code=code("ingest"),
+    resources:
+        # a raw corpus read whole into a data frame
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(4000, attempt),
     log:
         f"{RESULTS}/logs/{{dataset}}/ingest.log",
     benchmark:

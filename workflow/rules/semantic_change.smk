@@ -19,6 +19,9 @@ rule semantic_change_synthetic:
         options=lambda w: json.dumps(SC_DATASETS[w.sc_dataset].get("synthetic", {})),
         out=lambda w: sc_data_dir(w.sc_dataset),
         code=code("semantic-change-synthetic"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(1000, attempt),
     log:
         f"{RESULTS}/logs/semantic_change/{{sc_dataset}}/synthetic.log",
     benchmark:
@@ -42,6 +45,12 @@ rule semantic_change_train:
         device=sc_device(),
         code=code("semantic-change-train"),
     threads: SC_THREADS
+    # Cluster requests (resources.smk): time from the steps, batch and sentence length; a GPU
+    # where the dataset's training is long, unless `device: cpu`; time and memory double with each retry.
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(sc_train_seconds(w), attempt),
+        mem_mb=lambda w, attempt: mem_request(sc_train_mem_mb(w), attempt),
+        gpu=lambda w: stage_gpu(SC, sc_longest_seconds(w.sc_dataset)),
     log:
         f"{RESULTS}/logs/semantic_change/{{sc_dataset}}/train_{{sc_method}}_seed{{seed}}.log",
     benchmark:
@@ -71,6 +80,10 @@ rule semantic_change_score:
         device=sc_device(),
         code=code("semantic-change-score"),
     threads: SC_THREADS
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(sc_score_seconds(w), attempt),
+        mem_mb=lambda w, attempt: mem_request(sc_score_mem_mb(w), attempt),
+        gpu=lambda w: stage_gpu(SC, sc_longest_seconds(w.sc_dataset)),
     log:
         f"{RESULTS}/logs/semantic_change/{{sc_dataset}}/score_{{sc_method}}_seed{{seed}}.log",
     benchmark:
@@ -97,6 +110,9 @@ rule semantic_change_tables:
         label=SC.get("backbone_label", "MiniLM-L6"),
         out_dir=lambda w, output: os.path.dirname(output[0]),
         code=code("semantic-change-tables"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(1000, attempt),
     log:
         f"{RESULTS}/logs/semantic_change/tables.log",
     benchmark:

@@ -10,6 +10,9 @@ rule windows:
         f"{RESULTS}/{{dataset}}/streams_w{{window}}.parquet",
     params:
         code=code("windows"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(WINDOWS_MEM_MB, attempt),
     log:
         f"{RESULTS}/logs/{{dataset}}/windows_w{{window}}.log",
     benchmark:
@@ -28,6 +31,9 @@ rule folds:
     params:
         settings=lambda w: folds_settings(w.dataset),
         code=code("folds"),
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(1000, attempt),
     log:
         f"{RESULTS}/logs/{{dataset}}/folds.log",
     benchmark:
