@@ -1,0 +1,174 @@
+# Settings and input functions of the DCWE stage (rules: dcwe.smk).
+from types import SimpleNamespace
+
+from tempoformer.dcwe.options import VARIANTS as DC_VARIANT_MODES, TrainSettings as DcTrainSettings
+
+DC = config.get("dcwe", {})
+DC_RESULTS = f"{RESULTS}/dcwe"
+DC_DATASETS = DC.get("datasets", {})
+DC_SEEDS = DC.get("seeds", [0])
+DC_THREADS = DC.get("threads", config.get("threads", 1))
+DC_SECTIONS = ("model", "node2vec", "warmup", "training", "sentiment", "evaluation")
+# Keys of a dataset entry that are not part of the reader's spec.
+DC_DATASET_EXTRA = ("paper_column", "variants", "sentiment_variants", "semantic_change_dataset", "max_length",
+                    "vectors", "grid", *DC_SECTIONS)
+
+
+def dc_variants(name):
+    """MLM variants of a dataset (Tables 2-4)."""
+    return DC_DATASETS[name].get("variants", DC.get("variants", []))
+
+
+def dc_sentiment_variants(name):
+    """Sentiment variants of a dataset (Table 5); a dataset with labels names them."""
+    return DC_DATASETS[name].get("sentiment_variants", [])
+
+
+for _name, _spec in DC_DATASETS.items():
+    _ref = _spec.get("semantic_change_dataset")
+    if _ref is not None and _ref not in config.get("semantic_change", {}).get("datasets", {}):
+        raise ValueError(f"dcwe.datasets.{_name}.semantic_change_dataset: {_ref!r} is not a semantic_change dataset")
+    if (_ref is not None or _spec.get("format") == "semantic_change") and any(
+            DC_VARIANT_MODES[v] in ("full", "social_only") for v in dc_variants(_name) + dc_sentiment_variants(_name)):
+        raise ValueError(f"dcwe.datasets.{_name}: a semantic_change corpus has no social units; "
+                         "variants dcwe and ta need them (use cwe, sa)")
+
+
+wildcard_constraints:
+    dc_dataset="|".join(DC_DATASETS) or "(?!)",
+    dc_variant="|".join(DC_VARIANT_MODES),
+    dc_point=r"lr[^/]+",
+
+
+def dc_points(name, variant, section):
+    """{point: (lr, lambda_a)} of one (dataset, variant); section: training (MLM) or sentiment.
+
+    A point is a (lr, lambda_a) pair of the grid (`grid` of the dataset, else of the dcwe section)
+    when the grid names the variant (grid.variants for MLM, grid.sentiment_variants for the
+    sentiment task), else the one pair of the section's settings. CWE has no lambda_a."""
+    grid = DC_DATASETS[name].get("grid", DC.get("grid")) or {}
+    base = {**DC.get(section, {}), **DC_DATASETS[name].get(section, {})}
+    searched = variant in grid.get("variants" if section == "training" else "sentiment_variants", [])
+    fields = DcTrainSettings.__dataclass_fields__
+    lrs = grid.get("lr") if searched and grid.get("lr") else [base.get("lr", fields["lr"].default)]
+    lambdas = grid.get("lambda_a") if searched and grid.get("lambda_a") and variant != "cwe" \
+        else [base.get("lambda_a", fields["lambda_a"].default)]
+    return {f"lr{lr:g}" + ("" if variant == "cwe" else f"_la{la:g}"): (lr, la) for lr in lrs for la in lambdas}
+
+
+def dc_data_dir(name):
+    return f"{DC_RESULTS}/{name}/data"
+
+
+def dc_data_spec(name):
+    """The reader's spec (dcwe.data.load_corpus) as JSON."""
+    spec = DC_DATASETS[name]
+    if spec.get("semantic_change_dataset"):
+        return json.dumps({"format": "semantic_change", "data": json.loads(sc_data_spec(spec["semantic_change_dataset"])),
+                           **{k: v for k, v in spec.items() if k == "split_seed"}})
+    return json.dumps({k: v for k, v in spec.items() if k not in DC_DATASET_EXTRA})
+
+
+def dc_external_files(name):
+    spec = DC_DATASETS[name]
+    if spec["format"] == "csv":
+        return [spec["docs"]] + ([spec["edges"]] if spec.get("edges") else [])
+    if spec["format"] == "release":
+        return [spec["path"]]
+    if spec["format"] in ("chitchat", "chitchat_rating") and spec.get("path"):
+        return [spec["path"]]
+    if spec["format"] == "semantic_change":  # a load_dataset spec: its release and corpus folders
+        data = spec["data"]
+        return [p for p in (data.get("release") or data.get("path"),
+                            f"{data['small_dir']}/{data['language']}" if data.get("small_dir") else None,
+                            *(data.get("corpora") or [])) if p]
+    return []  # the packaged chitchat corpus: its version is pinned with the environment
+
+
+def dc_data_inputs(w):
+    spec = DC_DATASETS[w.dc_dataset]
+    if spec.get("semantic_change_dataset"):
+        return sc_data_inputs(SimpleNamespace(sc_dataset=spec["semantic_change_dataset"]))
+    return {"data": external(dc_external_files(w.dc_dataset))}
+
+
+def dc_data_digest(w):
+    spec = DC_DATASETS[w.dc_dataset]
+    if spec.get("semantic_change_dataset"):
+        return sc_data_digest(SimpleNamespace(sc_dataset=spec["semantic_change_dataset"]))
+    return content_digest(dc_external_files(w.dc_dataset))
+
+
+def dc_settings(name, *sections, point=None):
+    """Settings JSON: the global sections, each updated by the dataset's own; `point` (section,
+    variant, point name) sets that section's lr and lambda_a to the grid point's."""
+    spec = DC_DATASETS[name]
+    settings = {"backbone": DC.get("backbone", "minilm"),
+                "max_length": spec.get("max_length", DC.get("max_length", 128)),
+                **{key: {**DC.get(key, {}), **spec.get(key, {})} for key in sections}}
+    if point is not None:
+        section, variant, point_name = point
+        lr, lambda_a = dc_points(name, variant, section)[point_name]
+        settings[section].update(lr=lr, lambda_a=lambda_a)
+    return json.dumps(settings)
+
+
+def dc_device():
+    return f"--device {DC['device']}" if DC.get("device") else ""
+
+
+def dc_run_dir(name, variant, seed, point):
+    return f"{DC_RESULTS}/{name}/seed{seed}/{variant}/{point}"
+
+
+def dc_all_metrics():
+    return [f"{dc_run_dir(name, variant, seed, point)}/metrics.json"
+            for name in DC_DATASETS for variant in dc_variants(name) for seed in DC_SEEDS
+            for point in dc_points(name, variant, "training")]
+
+
+def dc_sentiment_dir(name, variant, seed, point):
+    return f"{DC_RESULTS}/{name}/seed{seed}/sentiment/{variant}/{point}"
+
+
+def dc_all_sentiment_metrics():
+    return [f"{dc_sentiment_dir(name, variant, seed, point)}/metrics.json"
+            for name in DC_DATASETS for variant in dc_sentiment_variants(name) for seed in DC_SEEDS
+            for point in dc_points(name, variant, "sentiment")]
+
+
+def dc_vectors_path(name):
+    """The units' input vectors: node2vec computed here, or read from the dataset's `vectors` file."""
+    stem = "vectors" if DC_DATASETS[name].get("vectors") else "node2vec"
+    return f"{DC_RESULTS}/{name}/{stem}.npy"
+
+
+def dc_vector_inputs(w):
+    if DC_VARIANT_MODES[w.dc_variant] in ("full", "social_only"):
+        return {"vectors": dc_vectors_path(w.dc_dataset)}
+    return {}
+
+
+def dc_train_inputs(w):
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
+            "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt", **dc_vector_inputs(w)}
+
+
+def dc_sentiment_inputs(w):
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", **dc_vector_inputs(w)}
+
+
+def dc_vectors_flag(w, input):
+    return f"--vectors {input.vectors}" if "vectors" in input.keys() else ""
+
+
+def dc_compared_sc_metrics():
+    """The semantic-change runs of the corpora a DCWE dataset reads, shown beside its change scores."""
+    sc = config.get("semantic_change", {})
+    return [f"{RESULTS}/semantic_change/{spec['semantic_change_dataset']}/{method}/seed{seed}/metrics.json"
+            for spec in DC_DATASETS.values() if spec.get("semantic_change_dataset")
+            for method in sc.get("methods", []) if method == "temporal_attention"
+            for seed in sc.get("seeds", [0])]
+
+
+DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid")
