@@ -1,7 +1,7 @@
 # Settings and input functions of the DCWE stage (rules: dcwe.smk).
 from types import SimpleNamespace
 
-from tempoformer.dcwe.options import VARIANTS as DC_VARIANT_MODES, TrainSettings as DcTrainSettings
+from tempoformer.dcwe.options import VARIANTS as DC_VARIANT_MODES, DCWETrainSettings as DcTrainSettings
 
 DC = config.get("dcwe", {})
 DC_RESULTS = f"{RESULTS}/dcwe"

@@ -115,7 +115,7 @@ SC_MAX_TARGETS = 50
 
 
 def sc_training(name):
-    t = sc_section(name, "training")  # defaults: semantic_change/pretrain.py TrainSettings
+    t = sc_section(name, "training")  # defaults: semantic_change/pretrain.py MLMPretrainSettings
     return int(t.get("steps", 100)), int(t.get("batch_size", 16)), int(t.get("max_length", 64))
 
 
@@ -193,7 +193,7 @@ def dc_units(name):
 
 
 def dc_section(name, section):
-    """A training section (warmup, training, sentiment) with TrainSettings' defaults."""
+    """A training section (warmup, training, sentiment) with DCWETrainSettings' defaults."""
     values = {**DC.get(section, {}), **DC_DATASETS[name].get(section, {})}
     fields = DcTrainSettings.__dataclass_fields__
     return {key: values.get(key, field.default) for key, field in fields.items()}

@@ -50,8 +50,3 @@ class DCWETrainSettings:
     @classmethod
     def from_dict(cls, values: dict | None) -> "DCWETrainSettings":
         return settings_from_dict(cls, values, "training")
-
-
-# The name workflow/rules/dcwe.smk imports (`TrainSettings as DcTrainSettings`, line 12): kept until
-# that line names DCWETrainSettings.
-TrainSettings = DCWETrainSettings
