@@ -40,9 +40,9 @@ rule aggregate:
     benchmark:
         f"{RESULTS}/benchmarks/aggregate.tsv"
     shell:
-        "exec tempoformer aggregate --metrics {input.metrics} --datasets {params.datasets:q}"
+        "exec tempoformer aggregate --metrics {input.metrics:q} --datasets {params.datasets:q}"
         " --resamples {params.resamples} --bootstrap-seed {params.seed}"
-        " --out-dir {params.tables} --figures-dir {params.figures} 2> {log}"
+        " --out-dir {params.tables:q} --figures-dir {params.figures:q} 2> {log:q}"
 
 
 rule table1:
@@ -67,8 +67,8 @@ rule table1:
     benchmark:
         f"{RESULTS}/benchmarks/table1.tsv"
     shell:
-        "exec tempoformer table1 --posts {input.posts} --names {params.names} --minority {params.minority:q}"
-        " --paper-columns {params.paper:q} --out-dir {params.tables} 2> {log}"
+        "exec tempoformer table1 --posts {input.posts:q} --names {params.names:q} --minority {params.minority:q}"
+        " --paper-columns {params.paper:q} --out-dir {params.tables:q} 2> {log:q}"
 
 
 rule diversity:
@@ -94,10 +94,10 @@ rule diversity:
     benchmark:
         f"{RESULTS}/benchmarks/{{dataset}}/diversity.tsv"
     shell:
-        "exec env {params.kernels} tempoformer diversity --posts {input.posts} --embeddings {input.embeddings} --folds {input.folds}"
+        "exec env {params.kernels} tempoformer diversity --posts {input.posts:q} --embeddings {input.embeddings:q} --folds {input.folds:q}"
         " --backbone {params.backbone:q} --layer {params.layer} --max-pairs {params.max_pairs}"
         " --max-tokens {params.max_tokens} --seed {params.seed} --threads {params.torch_threads}"
-        " --output {output} 2> {log}"
+        " --output {output:q} 2> {log:q}"
 
 
 rule table5:
@@ -120,5 +120,5 @@ rule table5:
     benchmark:
         f"{RESULTS}/benchmarks/table5.tsv"
     shell:
-        "exec tempoformer table5 --diversity {input.diversity} --names {params.names}"
-        " --paper-columns {params.paper:q} --out-dir {params.tables} 2> {log}"
+        "exec tempoformer table5 --diversity {input.diversity:q} --names {params.names:q}"
+        " --paper-columns {params.paper:q} --out-dir {params.tables:q} 2> {log:q}"

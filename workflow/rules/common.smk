@@ -2,6 +2,7 @@
 import functools
 import json
 import os
+import shlex
 
 RESULTS = config["results"]
 # Tables of this config: configs that share `results` (and so their cached runs) write their
@@ -173,10 +174,16 @@ def train_inputs(w):
     return inputs
 
 
+def flag(name, *values):
+    """`--name v1 v2 ...` with each value quoted for the shell ("" without values): every path
+    and name a rule passes to a shell is quoted (a results folder with spaces, a name from the
+    config), here and with `:q` in the rules' shell commands."""
+    values = [str(v) for v in values if v is not None and str(v) != ""]
+    return f"--{name} " + " ".join(shlex.quote(v) for v in values) if values else ""
+
+
 def optional_inputs(w, input):
-    return " ".join(
-        f"--{name} {input[name]}" for name in ("streams", "embeddings") if name in input.keys()
-    )
+    return " ".join(flag(name, input[name]) for name in ("streams", "embeddings") if name in input.keys())
 
 
 # aggregate stage

@@ -33,8 +33,8 @@ rule dcwe_data:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/data.tsv"
     shell:
-        "exec tempoformer dcwe-data --data {params.data:q} --name {wildcards.dc_dataset}"
-        " --backbone {params.backbone:q} --out-dir {params.out_dir} 2> {log}"
+        "exec tempoformer dcwe-data --data {params.data:q} --name {wildcards.dc_dataset:q}"
+        " --backbone {params.backbone:q} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule dcwe_node2vec:
@@ -58,8 +58,8 @@ rule dcwe_node2vec:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/node2vec.tsv"
     shell:
-        "exec env {params.kernels} tempoformer dcwe-node2vec --corpus {params.corpus_dir} --settings {params.settings:q}"
-        " --seed {params.seed} --output {output} 2> {log}"
+        "exec env {params.kernels} tempoformer dcwe-node2vec --corpus {params.corpus_dir:q} --settings {params.settings:q}"
+        " --seed {params.seed} --output {output:q} 2> {log:q}"
 
 
 rule dcwe_vectors:
@@ -82,8 +82,8 @@ rule dcwe_vectors:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/vectors.tsv"
     shell:
-        "exec tempoformer dcwe-vectors --corpus {params.corpus_dir} --vectors-file {input.vectors:q}"
-        " --output {output} 2> {log}"
+        "exec tempoformer dcwe-vectors --corpus {params.corpus_dir:q} --vectors-file {input.vectors:q}"
+        " --output {output:q} 2> {log:q}"
 
 
 rule dcwe_warmup:
@@ -111,8 +111,8 @@ rule dcwe_warmup:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/warmup_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer dcwe-warmup --corpus {params.corpus_dir} --settings {params.settings:q}"
-        " --seed {wildcards.seed} --threads {threads} {params.device} --output {output} 2> {log}"
+        "exec env {params.kernels} tempoformer dcwe-warmup --corpus {params.corpus_dir:q} --settings {params.settings:q}"
+        " --seed {wildcards.seed:q} --threads {threads} {params.device} --output {output:q} 2> {log:q}"
 
 
 rule dcwe_train:
@@ -143,9 +143,9 @@ rule dcwe_train:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/train_{{dc_variant}}_seed{{seed}}_{{dc_point}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer dcwe-train --corpus {params.corpus_dir} --warmup {input.warmup}"
-        " --variant {wildcards.dc_variant} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed}"
-        " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
+        "exec env {params.kernels} tempoformer dcwe-train --corpus {params.corpus_dir:q} --warmup {input.warmup:q}"
+        " --variant {wildcards.dc_variant:q} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed:q}"
+        " --threads {threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule dcwe_sentiment:
@@ -175,9 +175,9 @@ rule dcwe_sentiment:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/{{dc_dataset}}/sentiment_{{dc_variant}}_seed{{seed}}_{{dc_point}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer dcwe-sentiment --corpus {params.corpus_dir}"
-        " --variant {wildcards.dc_variant} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed}"
-        " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
+        "exec env {params.kernels} tempoformer dcwe-sentiment --corpus {params.corpus_dir:q}"
+        " --variant {wildcards.dc_variant:q} {params.vectors} --settings {params.settings:q} --seed {wildcards.seed:q}"
+        " --threads {threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule dcwe_tables:
@@ -193,9 +193,9 @@ rule dcwe_tables:
     params:
         datasets=json.dumps({name: spec.get("paper_column") for name, spec in DC_DATASETS.items()}),
         label=DC.get("backbone_label", "MiniLM-L6"),
-        sc_metrics=lambda w, input: f"--sc-metrics {' '.join(input.sc_metrics)}" if input.sc_metrics else "",
-        sentiment=lambda w, input: f"--sentiment-metrics {' '.join(input.sentiment)}" if input.sentiment else "",
-        metrics=lambda w, input: f"--metrics {' '.join(input.metrics)}" if input.metrics else "",
+        sc_metrics=lambda w, input: flag("sc-metrics", *input.sc_metrics),
+        sentiment=lambda w, input: flag("sentiment-metrics", *input.sentiment),
+        metrics=lambda w, input: flag("metrics", *input.metrics),
         out_dir=lambda w, output: os.path.dirname(output[0]),
         code=code("dcwe-tables"),
     resources:
@@ -206,9 +206,9 @@ rule dcwe_tables:
     benchmark:
         f"{RESULTS}/benchmarks/dcwe/tables.tsv"
     shell:
-        "exec tempoformer dcwe-tables {params.metrics} {params.sentiment} --corpora {input.corpora}"
+        "exec tempoformer dcwe-tables {params.metrics} {params.sentiment} --corpora {input.corpora:q}"
         " --datasets {params.datasets:q} {params.sc_metrics} --backbone-label {params.label:q}"
-        " --out-dir {params.out_dir} 2> {log}"
+        " --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule dcwe_all:

@@ -114,7 +114,7 @@ def dc_settings(name, *sections, point=None):
 
 
 def dc_device():
-    return f"--device {DC['device']}" if DC.get("device") else ""
+    return flag("device", DC.get("device"))
 
 
 def dc_run_dir(name, variant, seed, point):
@@ -159,7 +159,7 @@ def dc_sentiment_inputs(w):
 
 
 def dc_vectors_flag(w, input):
-    return f"--vectors {input.vectors}" if "vectors" in input.keys() else ""
+    return flag("vectors", input.vectors) if "vectors" in input.keys() else ""
 
 
 def dc_compared_sc_metrics():

@@ -28,5 +28,5 @@ rule embed:
     benchmark:
         f"{RESULTS}/benchmarks/{{dataset}}/embed.tsv"
     shell:
-        "exec env {params.kernels} tempoformer embed --posts {input.posts} --model {params.model} --threads {params.torch_threads}"
-        " --cache {params.cache} --output {output} 2> {log}"
+        "exec env {params.kernels} tempoformer embed --posts {input.posts:q} --model {params.model:q} --threads {params.torch_threads}"
+        " --cache {params.cache:q} --output {output:q} 2> {log:q}"

@@ -31,7 +31,7 @@ rule future_lm_corpus:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/corpus.tsv"
     shell:
-        "exec tempoformer future-lm-corpus --spec {params.spec:q} --out-dir {params.out_dir} 2> {log}"
+        "exec tempoformer future-lm-corpus --spec {params.spec:q} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule future_lm_tokenize:
@@ -47,7 +47,7 @@ rule future_lm_tokenize:
         # a pretrained base model keeps its tokenizer's whole vocabulary
         restrict=lambda w: "" if (fl_section(w.fl_dataset, "base_model") or "scratch") == "scratch" else "--no-restrict",
         min_count=lambda w: fl_section(w.fl_dataset, "min_count") or 1,
-        stopwords=lambda w: f"--stopwords {fl_section(w.fl_dataset, 'stopwords')}" if fl_section(w.fl_dataset, "stopwords") else "",
+        stopwords=lambda w: flag("stopwords", fl_section(w.fl_dataset, "stopwords")),
         out_dir=lambda w: fl_dir(w.fl_dataset),
         code=code("future-lm-tokenize"),
     resources:
@@ -58,8 +58,8 @@ rule future_lm_tokenize:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/tokenize.tsv"
     shell:
-        "exec tempoformer future-lm-tokenize --corpus {input.corpus} --tokenizer {params.tokenizer:q} {params.restrict}"
-        " --min-count {params.min_count} {params.stopwords} --out-dir {params.out_dir} 2> {log}"
+        "exec tempoformer future-lm-tokenize --corpus {input.corpus:q} --tokenizer {params.tokenizer:q} {params.restrict}"
+        " --min-count {params.min_count} {params.stopwords} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule future_lm_frequency:
@@ -81,8 +81,8 @@ rule future_lm_frequency:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/frequency.tsv"
     shell:
-        "exec tempoformer future-lm-frequency --tokens {input.tokens} --vocab {input.vocab}"
-        " --smoothing {params.smoothing} --output {output} 2> {log}"
+        "exec tempoformer future-lm-frequency --tokens {input.tokens:q} --vocab {input.vocab:q}"
+        " --smoothing {params.smoothing} --output {output:q} 2> {log:q}"
 
 
 rule future_lm_context:
@@ -112,9 +112,9 @@ rule future_lm_context:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/context.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-context --corpus {input.corpus} --counts {input.counts}"
-        " --vocab {input.vocab} --settings {params.settings:q} --threads {threads} {params.device}"
-        " --output {output} 2> {log}"
+        "exec env {params.kernels} tempoformer future-lm-context --corpus {input.corpus:q} --counts {input.counts:q}"
+        " --vocab {input.vocab:q} --settings {params.settings:q} --threads {threads} {params.device}"
+        " --output {output:q} 2> {log:q}"
 
 
 rule future_lm_pretrain:
@@ -145,9 +145,9 @@ rule future_lm_pretrain:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/pretrain.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-pretrain --tokens {input.tokens} --vocab {input.vocab}"
-        " --counts {input.counts} --settings {params.settings:q} --seed {params.seed} --threads {threads}"
-        " {params.device} --output {output} 2> {log}"
+        "exec env {params.kernels} tempoformer future-lm-pretrain --tokens {input.tokens:q} --vocab {input.vocab:q}"
+        " --counts {input.counts:q} --settings {params.settings:q} --seed {params.seed} --threads {threads}"
+        " {params.device} --output {output:q} 2> {log:q}"
 
 
 rule future_lm_train:
@@ -163,7 +163,7 @@ rule future_lm_train:
         kernels=KERNELS,
         model=fl_model_entry,
         settings=lambda w: fl_settings(w.fl_dataset, "finetune", "shortcut"),
-        context=lambda w, input: f"--context {input.context}" if "context" in input.keys() else "",
+        context=lambda w, input: flag("context", input.context) if "context" in input.keys() else "",
         device=fl_device(),
         code=code("future-lm-train"),
     threads: FL_THREADS
@@ -176,10 +176,10 @@ rule future_lm_train:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/train_{{fl_model}}_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-train --tokens {input.tokens} --vocab {input.vocab}"
-        " --counts {input.counts} --frequency {input.frequency} {params.context} --pretrained {input.pretrained}"
-        " --name {wildcards.fl_model} --model {params.model:q} --settings {params.settings:q}"
-        " --seed {wildcards.seed} --threads {threads} {params.device} --output {output.model} 2> {log}"
+        "exec env {params.kernels} tempoformer future-lm-train --tokens {input.tokens:q} --vocab {input.vocab:q}"
+        " --counts {input.counts:q} --frequency {input.frequency:q} {params.context} --pretrained {input.pretrained:q}"
+        " --name {wildcards.fl_model:q} --model {params.model:q} --settings {params.settings:q}"
+        " --seed {wildcards.seed:q} --threads {threads} {params.device} --output {output.model:q} 2> {log:q}"
 
 
 rule future_lm_evaluate:
@@ -196,7 +196,7 @@ rule future_lm_evaluate:
     params:
         kernels=KERNELS,
         settings=lambda w: fl_settings(w.fl_dataset, "tokenizer", "stopwords", "shortcut", "evaluation", "generation"),
-        context=lambda w, input: f"--context {input.context}" if "context" in input.keys() else "",
+        context=lambda w, input: flag("context", input.context) if "context" in input.keys() else "",
         out_dir=lambda w: fl_run_dir(w.fl_dataset, w.fl_model, w.seed),
         device=fl_device(),
         code=code("future-lm-evaluate"),
@@ -210,10 +210,10 @@ rule future_lm_evaluate:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/evaluate_{{fl_model}}_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-evaluate --tokens {input.tokens} --corpus {input.corpus}"
-        " --vocab {input.vocab} --counts {input.counts} --frequency {input.frequency} {params.context}"
-        " --model {input.model} --name {wildcards.fl_model} --settings {params.settings:q} --seed {wildcards.seed}"
-        " --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
+        "exec env {params.kernels} tempoformer future-lm-evaluate --tokens {input.tokens:q} --corpus {input.corpus:q}"
+        " --vocab {input.vocab:q} --counts {input.counts:q} --frequency {input.frequency:q} {params.context}"
+        " --model {input.model:q} --name {wildcards.fl_model:q} --settings {params.settings:q} --seed {wildcards.seed:q}"
+        " --threads {threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule future_lm_unigram:
@@ -242,9 +242,9 @@ rule future_lm_unigram:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/unigram_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-unigram --tokens {input.tokens} --vocab {input.vocab}"
-        " --counts {input.counts} --frequency {input.frequency} --model {input.model}"
-        " --settings {params.settings:q} --threads {threads} {params.device} --output {output} 2> {log}"
+        "exec env {params.kernels} tempoformer future-lm-unigram --tokens {input.tokens:q} --vocab {input.vocab:q}"
+        " --counts {input.counts:q} --frequency {input.frequency:q} --model {input.model:q}"
+        " --settings {params.settings:q} --threads {threads} {params.device} --output {output:q} 2> {log:q}"
 
 
 rule future_lm_tables:
@@ -267,7 +267,7 @@ rule future_lm_tables:
         settings=lambda w: json.dumps({"dataset": w.fl_dataset, "baseline": FL_BASELINE, "model_order": fl_models(w.fl_dataset),
                                        "figure1b_words": fl_section(w.fl_dataset, "figure1b_words"),
                                        "bootstrap": fl_section(w.fl_dataset, "bootstrap")}, sort_keys=True),
-        unigram=lambda w, input: " ".join(input.unigram),
+        unigram=lambda w, input: " ".join(shlex.quote(path) for path in input.unigram),
         out_dir=lambda w: f"{TABLES}/{w.fl_dataset}",
         figures_dir=lambda w: f"{FIGURES}/{w.fl_dataset}",
         code=code("future-lm-tables"),
@@ -279,9 +279,9 @@ rule future_lm_tables:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/tables.tsv"
     shell:
-        "exec tempoformer future-lm-tables --counts {input.counts} --corpus {input.corpus} --metrics {input.metrics}"
-        " --unigram {params.unigram} --settings {params.settings:q} --out-dir {params.out_dir}"
-        " --figures-dir {params.figures_dir} 2> {log}"
+        "exec tempoformer future-lm-tables --counts {input.counts:q} --corpus {input.corpus:q} --metrics {input.metrics:q}"
+        " --unigram {params.unigram} --settings {params.settings:q} --out-dir {params.out_dir:q}"
+        " --figures-dir {params.figures_dir:q} 2> {log:q}"
 
 
 rule future_lm_human_sheet:
@@ -304,8 +304,8 @@ rule future_lm_human_sheet:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/human_sheet.tsv"
     shell:
-        "exec tempoformer future-lm-human-sheet --generations {input.generations} --sheet {output.sheet}"
-        " --key {output.key} --per-model {params.per_model} --seed {params.seed} 2> {log}"
+        "exec tempoformer future-lm-human-sheet --generations {input.generations:q} --sheet {output.sheet:q}"
+        " --key {output.key:q} --per-model {params.per_model} --seed {params.seed} 2> {log:q}"
 
 
 rule future_lm_all:

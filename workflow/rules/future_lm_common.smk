@@ -74,7 +74,7 @@ def fl_needs_context(name):
 
 
 def fl_device():
-    return f"--device {FL['device']}" if FL.get("device") else ""
+    return flag("device", FL.get("device"))
 
 
 def fl_run_dir(name, model, seed):

@@ -18,8 +18,8 @@ rule synthetic_lrs:
     benchmark:
         f"{RESULTS}/benchmarks/{{dataset}}/synthetic_lrs.tsv"
     shell:
-        "exec tempoformer synthetic-lrs --output {output} --n-threads {params.n_threads}"
-        " --seed {params.seed} 2> {log}"
+        "exec tempoformer synthetic-lrs --output {output:q} --n-threads {params.n_threads}"
+        " --seed {params.seed} 2> {log:q}"
 
 
 rule ingest:
@@ -34,7 +34,7 @@ rule ingest:
         options=lambda w: json.dumps(ingest_settings(w.dataset)["options"], sort_keys=True),
         # the reader refuses a post whose label is not one of these, naming the record
         labels=lambda w: json.dumps(ingest_settings(w.dataset)["labels"]),
-        raw=lambda w, input: f"--input {input.raw}" if input.raw else "",
+        raw=lambda w, input: flag("input", *_as_list(input.raw)) if input.raw else "",
         raw_digest=raw_digest,
         code=code("ingest"),
     resources:
@@ -46,5 +46,5 @@ rule ingest:
     benchmark:
         f"{RESULTS}/benchmarks/{{dataset}}/ingest.tsv"
     shell:
-        "exec tempoformer ingest --format {params.fmt} {params.raw} --dataset {wildcards.dataset}"
-        " --options {params.options:q} --labels {params.labels:q} --output {output} 2> {log}"
+        "exec tempoformer ingest --format {params.fmt:q} {params.raw} --dataset {wildcards.dataset:q}"
+        " --options {params.options:q} --labels {params.labels:q} --output {output:q} 2> {log:q}"

@@ -27,7 +27,7 @@ rule semantic_change_synthetic:
     benchmark:
         f"{RESULTS}/benchmarks/semantic_change/{{sc_dataset}}/synthetic.tsv"
     shell:
-        "exec tempoformer semantic-change-synthetic --output {params.out} --options {params.options:q} 2> {log}"
+        "exec tempoformer semantic-change-synthetic --output {params.out:q} --options {params.options:q} 2> {log:q}"
 
 
 rule semantic_change_train:
@@ -56,9 +56,9 @@ rule semantic_change_train:
     benchmark:
         f"{RESULTS}/benchmarks/semantic_change/{{sc_dataset}}/train_{{sc_method}}_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer semantic-change-train --data {params.data:q} --name {wildcards.sc_dataset}"
-        " --method {wildcards.sc_method} --settings {params.settings:q} --seed {wildcards.seed}"
-        " --threads {threads} {params.device} --output {output} 2> {log}"
+        "exec env {params.kernels} tempoformer semantic-change-train --data {params.data:q} --name {wildcards.sc_dataset:q}"
+        " --method {wildcards.sc_method:q} --settings {params.settings:q} --seed {wildcards.seed:q}"
+        " --threads {threads} {params.device} --output {output:q} 2> {log:q}"
 
 
 rule semantic_change_score:
@@ -75,7 +75,7 @@ rule semantic_change_score:
         data_digest=sc_data_digest,
         # A trained model carries its attention settings; untrained methods build theirs here.
         settings=lambda w: sc_settings(w.sc_dataset, "attention", "scoring"),
-        model=lambda w, input: f"--model {input.model}" if "model" in input.keys() else "",
+        model=lambda w, input: flag("model", input.model) if "model" in input.keys() else "",
         out_dir=lambda w: sc_run_dir(w.sc_dataset, w.sc_method, w.seed),
         device=sc_device(),
         code=code("semantic-change-score"),
@@ -89,9 +89,9 @@ rule semantic_change_score:
     benchmark:
         f"{RESULTS}/benchmarks/semantic_change/{{sc_dataset}}/score_{{sc_method}}_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer semantic-change-score --data {params.data:q} --name {wildcards.sc_dataset}"
-        " --method {wildcards.sc_method} --settings {params.settings:q} --seed {wildcards.seed}"
-        " {params.model} --threads {threads} {params.device} --out-dir {params.out_dir} 2> {log}"
+        "exec env {params.kernels} tempoformer semantic-change-score --data {params.data:q} --name {wildcards.sc_dataset:q}"
+        " --method {wildcards.sc_method:q} --settings {params.settings:q} --seed {wildcards.seed:q}"
+        " {params.model} --threads {threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule semantic_change_tables:
@@ -118,8 +118,8 @@ rule semantic_change_tables:
     benchmark:
         f"{RESULTS}/benchmarks/semantic_change/tables.tsv"
     shell:
-        "exec tempoformer semantic-change-tables --metrics {input.metrics} --datasets {params.datasets:q}"
-        " --backbone-label {params.label:q} --out-dir {params.out_dir} 2> {log}"
+        "exec tempoformer semantic-change-tables --metrics {input.metrics:q} --datasets {params.datasets:q}"
+        " --backbone-label {params.label:q} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule semantic_change_all:

@@ -71,7 +71,7 @@ def sc_settings(name, *sections):
 
 
 def sc_device():
-    return f"--device {SC['device']}" if SC.get("device") else ""
+    return flag("device", SC.get("device"))
 
 
 def sc_run_dir(name, method, seed):

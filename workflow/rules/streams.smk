@@ -18,7 +18,7 @@ rule windows:
     benchmark:
         f"{RESULTS}/benchmarks/{{dataset}}/windows_w{{window}}.tsv"
     shell:
-        "exec tempoformer windows --posts {input.posts} --window {wildcards.window} --output {output} 2> {log}"
+        "exec tempoformer windows --posts {input.posts:q} --window {wildcards.window:q} --output {output:q} 2> {log:q}"
 
 
 rule folds:
@@ -39,5 +39,5 @@ rule folds:
     benchmark:
         f"{RESULTS}/benchmarks/{{dataset}}/folds.tsv"
     shell:
-        "exec tempoformer folds --posts {input.posts} --output {output} --n-folds {params.settings[n_folds]}"
-        " --dev-ratio {params.settings[dev_ratio]} --seed {params.settings[seed]} 2> {log}"
+        "exec tempoformer folds --posts {input.posts:q} --output {output:q} --n-folds {params.settings[n_folds]}"
+        " --dev-ratio {params.settings[dev_ratio]} --seed {params.settings[seed]} 2> {log:q}"

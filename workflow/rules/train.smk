@@ -45,8 +45,8 @@ rule train:
         f"{RESULTS}/benchmarks/{{dataset}}/train/{{model}}_w{{window}}_fold{{fold}}_seed{{seed}}.tsv"
     # exec: the trainer replaces the shell, so a signal to the job reaches the trainer itself
     shell:
-        "exec env {params.kernels} tempoformer train --posts {input.posts} --folds {input.folds} {params.optional}"
-        " --model {wildcards.model} --type {params.model_type} --params {params.model_params:q} --labels {params.labels:q}"
-        " --window {wildcards.window} --fold {wildcards.fold} --seed {wildcards.seed}"
-        " --fingerprint {params.fingerprint}"
-        " --threads {params.torch_threads} --out-dir {params.out_dir} 2> {log}"
+        "exec env {params.kernels} tempoformer train --posts {input.posts:q} --folds {input.folds:q} {params.optional}"
+        " --model {wildcards.model:q} --type {params.model_type:q} --params {params.model_params:q} --labels {params.labels:q}"
+        " --window {wildcards.window:q} --fold {wildcards.fold:q} --seed {wildcards.seed:q}"
+        " --fingerprint {params.fingerprint:q}"
+        " --threads {params.torch_threads} --out-dir {params.out_dir:q} 2> {log:q}"
