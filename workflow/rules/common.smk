@@ -74,6 +74,15 @@ for _dataset, _spec in DATASETS.items():
             validate_params(_model, model_type(_model), MODELS[_model].get("params", {}))
         except ValueError as error:
             raise ValueError(f"config: {error}") from None
+# Reader options against the reader's signature, the stage settings sections against their
+# settings classes (names and ranges; src/tempoformer/config_checks.py).
+from tempoformer.config_checks import check_reader_options, check_stage_settings
+
+try:
+    check_reader_options(DATASETS)
+    check_stage_settings(config)
+except ValueError as error:
+    raise ValueError(f"config: {error}") from None
 
 
 run_dir = FINGERPRINTS.run_dir

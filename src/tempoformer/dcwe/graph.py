@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -94,14 +94,15 @@ def graph_stats(n_nodes: int, edges: Sequence[tuple[int, int]], directed: bool =
 
 @dataclass
 class Node2VecSettings:
-    dim: int = 50
-    walks_per_node: int = 10
-    walk_length: int = 80
-    window: int = 2
-    epochs: int = 10
-    negatives: int = 5
-    batch_size: int = 4096
-    lr: float = 0.01
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    dim: int = field(default=50, metadata={"range": ">= 1"})
+    walks_per_node: int = field(default=10, metadata={"range": ">= 1"})
+    walk_length: int = field(default=80, metadata={"range": ">= 1"})
+    window: int = field(default=2, metadata={"range": ">= 1"})
+    epochs: int = field(default=10, metadata={"range": ">= 1"})
+    negatives: int = field(default=5, metadata={"range": ">= 1"})
+    batch_size: int = field(default=4096, metadata={"range": ">= 1"})
+    lr: float = field(default=0.01, metadata={"range": "> 0"})
 
     @classmethod
     def from_dict(cls, values: dict | None) -> "Node2VecSettings":

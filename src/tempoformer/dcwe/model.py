@@ -23,7 +23,7 @@ decoder tied to the input embeddings.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -42,11 +42,12 @@ class DcweSpec:
     mode: str
     n_times: int
     n_units: int = 1
-    social_dim: int = 50
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    social_dim: int = field(default=50, metadata={"range": ">= 1"})
     gnn: str = "gat"            # gat | gcn | none
-    heads: int = 4
-    attn_dropout: float = 0.6
-    dropout: float = 0.2
+    heads: int = field(default=4, metadata={"range": ">= 1"})
+    attn_dropout: float = field(default=0.6, metadata={"range": "[0, 1)"})
+    dropout: float = field(default=0.2, metadata={"range": "[0, 1)"})
     offset_init: str = "zero"   # zero | pytorch
     backbone: str = "minilm"
 

@@ -4,7 +4,7 @@ when it parses its rules (workflow/rules/dcwe.smk), and every Snakemake start pa
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..settings import settings_from_dict
 
@@ -16,19 +16,23 @@ PRIOR_NORMS = ("paper", "authors")
 
 @dataclass
 class DCWETrainSettings:
-    steps: int = 100
-    epochs: int | None = None         # instead of steps: passes over the training documents, each
-                                      # followed by a dev evaluation (the best epoch is kept)
-    batch_size: int = 4
-    lr: float = 3e-6                  # backbone and MLM head (the paper's best)
-    dynamic_lr: float | None = None   # offset FFNs and GATs (None: lr, as the authors)
-    head_lr: float | None = None      # a new head: the warm-up's MLM head, the sentiment classifier (None: lr)
-    mlm_probability: float = 0.15
-    lambda_a: float = 0.1             # anchor prior (the paper's best)
-    lambda_w_ratio: float = 1000.0    # lambda_w = ratio * lambda_a
-    prior_norm: str = "paper"         # paper | authors
-    walk_at_t0: str = "skip"          # skip | authors
-    max_grad_norm: float | None = None
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    steps: int = field(default=100, metadata={"range": ">= 1"})
+    # instead of steps: passes over the training documents, each followed by a dev evaluation
+    # (the best epoch is kept)
+    epochs: int | None = field(default=None, metadata={"range": ">= 1"})
+    batch_size: int = field(default=4, metadata={"range": ">= 1"})
+    lr: float = field(default=3e-6, metadata={"range": "> 0"})  # backbone and MLM head (the paper's best)
+    # offset FFNs and GATs (None: lr, as the authors)
+    dynamic_lr: float | None = field(default=None, metadata={"range": "> 0"})
+    # a new head: the warm-up's MLM head, the sentiment classifier (None: lr)
+    head_lr: float | None = field(default=None, metadata={"range": "> 0"})
+    mlm_probability: float = field(default=0.15, metadata={"range": "(0, 1]"})
+    lambda_a: float = field(default=0.1, metadata={"range": ">= 0"})  # anchor prior (the paper's best)
+    lambda_w_ratio: float = field(default=1000.0, metadata={"range": ">= 0"})  # lambda_w = ratio * lambda_a
+    prior_norm: str = field(default="paper", metadata={"range": PRIOR_NORMS})  # paper | authors
+    walk_at_t0: str = field(default="skip", metadata={"range": WALK_AT_T0})  # skip | authors
+    max_grad_norm: float | None = field(default=None, metadata={"range": "> 0"})
 
     def __post_init__(self):
         if self.prior_norm not in PRIOR_NORMS:

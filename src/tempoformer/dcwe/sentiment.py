@@ -19,7 +19,7 @@ paper's test).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -34,9 +34,11 @@ from .train import DCWETrainSettings, EncodedDocs, add_priors, collate, train_lo
 
 @dataclass
 class ClassifierSettings:
-    post_pooling: str = "auto"   # auto | mean | cls_pooler
-    hidden: int = 100            # the authors' middle layer
-    head_dropout: float = 0.2    # dropout before and after the middle layer
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    post_pooling: str = field(default="auto", metadata={"range": POST_POOLINGS})  # auto | mean | cls_pooler
+    hidden: int = field(default=100, metadata={"range": ">= 1"})  # the authors' middle layer
+    # dropout before and after the middle layer
+    head_dropout: float = field(default=0.2, metadata={"range": "[0, 1)"})
 
     def __post_init__(self):
         if self.post_pooling not in POST_POOLINGS:

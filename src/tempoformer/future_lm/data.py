@@ -192,9 +192,11 @@ def read_sources(sources: Sequence[dict]) -> tuple[list[Record], dict]:
 @dataclass
 class FilterSettings:
     paper: bool = True              # the authors' string filter (shared task, SemEval)
-    min_words: int = 11             # the paper keeps abstracts of more than 10 words
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    # the paper keeps abstracts of more than 10 words
+    min_words: int = field(default=11, metadata={"range": ">= 0"})
     english: bool = False           # the crude English test (langdetect in the paper)
-    english_min_share: float = 0.12
+    english_min_share: float = field(default=0.12, metadata={"range": "[0, 1]"})
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "FilterSettings":

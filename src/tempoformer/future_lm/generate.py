@@ -16,7 +16,7 @@ the paper's stated decoding).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 from torch.nn import functional as F
@@ -26,13 +26,14 @@ from ..settings import settings_from_dict
 
 @dataclass
 class DecodeSettings:
-    beams: int = 5
-    top_k: int = 50
-    top_p: float = 0.92
-    max_tokens: int = 200
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    beams: int = field(default=5, metadata={"range": ">= 1"})
+    top_k: int = field(default=50, metadata={"range": ">= 0"})
+    top_p: float = field(default=0.92, metadata={"range": "(0, 1]"})
+    max_tokens: int = field(default=200, metadata={"range": ">= 1"})
     length_penalty: float = 1.0
-    no_repeat_ngram: int = 0
-    repetition_penalty: float = 1.0
+    no_repeat_ngram: int = field(default=0, metadata={"range": ">= 0"})
+    repetition_penalty: float = field(default=1.0, metadata={"range": "> 0"})
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "DecodeSettings":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 from torch import nn
@@ -29,12 +29,13 @@ from ..settings import settings_from_dict
 @dataclass
 class LMConfig:
     vocab_size: int
-    d_model: int = 128
-    n_layers: int = 2
-    n_heads: int = 4
-    d_ff: int = 512
-    context: int = 128        # positions (tokens per window)
-    dropout: float = 0.1
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    d_model: int = field(default=128, metadata={"range": ">= 1"})
+    n_layers: int = field(default=2, metadata={"range": ">= 1"})
+    n_heads: int = field(default=4, metadata={"range": ">= 1"})
+    d_ff: int = field(default=512, metadata={"range": ">= 1"})
+    context: int = field(default=128, metadata={"range": ">= 2"})  # positions (tokens per window)
+    dropout: float = field(default=0.1, metadata={"range": "[0, 1)"})
 
     @classmethod
     def from_dict(cls, d: dict, vocab_size: int) -> "LMConfig":

@@ -24,7 +24,7 @@ import copy
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -38,16 +38,18 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class FitSettings:
-    epochs: int = 1               # at most (fine-tuning: early stopping on dev perplexity)
-    patience: int = 2
-    batch_size: int = 8
-    grad_accum: int = 1
-    lr: float = 5.0e-5            # base LM
-    lr_new: float = 1.0e-3        # new parameters
-    warmup_ratio: float = 0.0
-    max_grad_norm: float = 1.0
-    eval_batch_size: int = 8
-    eval_stride: int | None = None
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    # at most (fine-tuning: early stopping on dev perplexity)
+    epochs: int = field(default=1, metadata={"range": ">= 1"})
+    patience: int = field(default=2, metadata={"range": ">= 1"})
+    batch_size: int = field(default=8, metadata={"range": ">= 1"})
+    grad_accum: int = field(default=1, metadata={"range": ">= 1"})
+    lr: float = field(default=5.0e-5, metadata={"range": ">= 0"})  # base LM
+    lr_new: float = field(default=1.0e-3, metadata={"range": ">= 0"})  # new parameters
+    warmup_ratio: float = field(default=0.0, metadata={"range": "[0, 1]"})
+    max_grad_norm: float = field(default=1.0, metadata={"range": ">= 0"})
+    eval_batch_size: int = field(default=8, metadata={"range": ">= 1"})
+    eval_stride: int | None = field(default=None, metadata={"range": ">= 1"})
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "FitSettings":

@@ -45,6 +45,10 @@ DEFAULTS = {
     "dtype": "auto",  # auto: bfloat16 on CUDA, float32 on CPU
     "evaluate_dev": False,  # also label the dev posts (doubles the cost) to report dev macro-F1
 }
+# Ranges of DEFAULTS' numbers (tempoformer/settings.py; the model registry reads a dict config's
+# ranges from its module's RANGES): checked at start-up and by the run (registry.validate_params).
+RANGES = {"shots": ">= 0", "max_new_tokens": ">= 1", "batch_size": ">= 1", "max_post_chars": ">= 1",
+          "shots_per": ("label", "total")}
 
 
 def _settings(params: dict) -> dict:

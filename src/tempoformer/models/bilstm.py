@@ -31,6 +31,9 @@ def packed_lstm(
 
 
 class BiLSTM(nn.Module):
+    # ranges of the keyword arguments that are params (tempoformer/settings.py)
+    RANGES = {"hidden_dim": ">= 1", "dropout": "[0, 1)"}
+
     def __init__(self, input_dim: int, num_labels: int, hidden_dim: int, dropout: float = 0.1):
         super().__init__()
         self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True, bidirectional=True)

@@ -7,6 +7,9 @@ from torch import nn
 
 
 class FFNHistory(nn.Module):
+    # ranges of the keyword arguments that are params (tempoformer/settings.py)
+    RANGES = {"hidden_dims": ">= 1", "dropout": "[0, 1)"}
+
     def __init__(self, input_dim: int, num_labels: int, hidden_dims=(64, 64), dropout: float = 0.1):
         super().__init__()
         layers, width = [], 2 * input_dim

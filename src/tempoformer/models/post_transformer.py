@@ -16,14 +16,14 @@ as it is: mean -> dropout -> linear, the linear head sentence-transformers model
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
 from .padding import pad_batch
-from .pooling import masked_mean, resolve_post_pooling, warn_if_untrained_pooler
+from .pooling import POST_POOLINGS, masked_mean, resolve_post_pooling, warn_if_untrained_pooler
 
 ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm")
 
@@ -32,9 +32,13 @@ ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm")
 class PostTransformerConfig:
     backbone: str  # path of a HF encoder dir (loaded with local_files_only=True)
     num_labels: int
-    head: str = "auto"  # "auto" | "pooler" (BERT) | "dense" (RoBERTa classification head); [CLS] pooling only
-    post_pooling: str = "auto"  # "auto" | "cls_pooler" ([CLS] through `head`) | "mean": see models/pooling.py
-    dropout: float | None = None  # None: the backbone's classifier_dropout or hidden_dropout_prob
+    # ranges: tempoformer/settings.py (checked at start-up and by the run, registry.validate_params)
+    # "auto" | "pooler" (BERT) | "dense" (RoBERTa classification head); [CLS] pooling only
+    head: str = field(default="auto", metadata={"range": ("auto", "pooler", "dense")})
+    # "auto" | "cls_pooler" ([CLS] through `head`) | "mean": see models/pooling.py
+    post_pooling: str = field(default="auto", metadata={"range": POST_POOLINGS})
+    # None: the backbone's classifier_dropout or hidden_dropout_prob
+    dropout: float | None = field(default=None, metadata={"range": "[0, 1)"})
 
 
 class PostTransformer(nn.Module):

@@ -8,7 +8,8 @@ A config entry names a model and gives its type (default: its name), so ablation
 are entries such as `tempoformer_no_rope: {type: tempoformer, params: {rope: false}}`. The
 params a type accepts are its config's fields (a dataclass, or a class's keyword arguments),
 the training settings of `training.settings.TrainSettings` for trained kinds, and the extras below;
-`validate_params` checks names and types before any job starts.
+`validate_params` checks names, types and ranges before any job starts (the ranges sit next to
+the fields they constrain: `param_ranges`, tempoformer/settings.py).
 
 Nothing here imports torch: the workflow reads this module while it builds the DAG.
 """
@@ -22,6 +23,8 @@ import types
 import typing
 from dataclasses import dataclass
 
+from ..settings import field_ranges, range_problem
+
 # How each kind is trained: the loop's default settings (training.settings.TrainSettings).
 TRAIN_DEFAULTS = {
     "stream": {"optimizer": "adam", "schedule": "none", "batching": "shuffle"},
@@ -31,6 +34,8 @@ TRAIN_DEFAULTS = {
 TRAINED_KINDS = tuple(TRAIN_DEFAULTS)
 # Params every transformer type reads in its setup, beyond its config dataclass.
 TRANSFORMER_EXTRAS = {"backbone": str, "max_tokens": int}
+# Ranges of the extras (tempoformer/settings.py): word pieces per post, [CLS] and [SEP] included.
+EXTRA_RANGES = {"max_tokens": ">= 3"}
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,29 @@ def accepted_params(spec: ModelType) -> dict[str, object]:
     return accepted
 
 
+def param_ranges(spec: ModelType) -> dict[str, object]:
+    """Param name -> range (tempoformer/settings.py) of the params that have one: the config
+    class's field ranges (a dataclass's field metadata, a class's RANGES; a dict config's: its
+    module's RANGES), the training settings' for trained kinds, and the extras'."""
+    ranges: dict[str, object] = {}
+    if spec.config:
+        target = _target(spec.config)
+        target = getattr(target, "config_class", target)
+        if isinstance(target, dict):
+            ranges.update(getattr(importlib.import_module(spec.config.split(":")[0]), "RANGES", {}))
+        else:
+            ranges.update(field_ranges(target))
+    for name in spec.ignored_config_fields:
+        ranges.pop(name, None)
+    if spec.kind in TRAINED_KINDS:
+        from ..training.settings import TrainSettings
+
+        ranges.update(field_ranges(TrainSettings))
+    extras = dict(spec.extras)
+    ranges.update({k: v for k, v in EXTRA_RANGES.items() if k in extras})
+    return ranges
+
+
 def _matches(value, expected) -> bool:
     if expected is None or expected is typing.Any:
         return True
@@ -150,9 +178,11 @@ def _type_name(expected) -> str:
 
 def validate_params(model: str, type_name: str, params: dict) -> None:
     """Every key of a model's `params` (and of its `grid`) is one its type accepts, with a value of
-    the annotated type; raises ValueError naming the model and the key."""
+    the annotated type in its range (`param_ranges`); raises ValueError naming the model, the key,
+    the value and, for a value out of range, the range."""
     spec = model_type(type_name)
     accepted = accepted_params(spec)
+    ranges = param_ranges(spec)
     where = f"models.{model}.params"
 
     def check(key, value, at):
@@ -161,6 +191,8 @@ def validate_params(model: str, type_name: str, params: dict) -> None:
                              f"it accepts {', '.join(sorted(accepted)) or 'no params'}")
         if not _matches(value, accepted[key]):
             raise ValueError(f"{at}.{key}: {value!r} is not of type {_type_name(accepted[key])}")
+        if key in ranges and (problem := range_problem(f"{at}.{key}", value, ranges[key], accepted[key])):
+            raise ValueError(problem)
 
     both = set(params) & set(params.get("grid") or {})
     if both:

@@ -15,7 +15,7 @@ as listed in `tempoformer.models.swnu`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -36,9 +36,9 @@ class SeqSigNetConfig(SWNUConfig):
     """SWNU's settings (the shared unit and the head) plus the split into units and the BiLSTM
     over them."""
 
-    lstm_hidden_dim: int  # the BiLSTM over the units' vectors
-    unit_size: int = 5  # posts per unit (sig-networks' window_size)
-    unit_shift: int = 3  # posts between consecutive units (sig-networks' shift)
+    lstm_hidden_dim: int = field(metadata={"range": ">= 1"})  # the BiLSTM over the units' vectors
+    unit_size: int = field(default=5, metadata={"range": ">= 1"})  # posts per unit (sig-networks' window_size)
+    unit_shift: int = field(default=3, metadata={"range": ">= 1"})  # posts between consecutive units (sig-networks' shift)
 
     def __post_init__(self):
         super().__post_init__()

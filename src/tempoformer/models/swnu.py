@@ -27,7 +27,7 @@ Where this differs from sig-networks:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -52,12 +52,14 @@ class SWNUConfig:
 
     input_dim: int  # post embedding size
     num_labels: int
-    conv_dim: int  # width the Conv1d reduces each embedding to
-    swnu_hidden_dim: int  # the unit's BiLSTM size
-    ffn_hidden_dims: int | list[int]  # the classifier head's hidden layers
-    dropout: float = 0.1
-    sig_depth: int = 3  # log-signature depth, in the unit and in its pooling
-    pooling: str = "signature"  # "signature" | "lstm" (the unit BiLSTM's final states)
+    # ranges: tempoformer/settings.py (checked at start-up and by the run, registry.validate_params)
+    conv_dim: int = field(metadata={"range": ">= 1"})  # width the Conv1d reduces each embedding to
+    swnu_hidden_dim: int = field(metadata={"range": ">= 1"})  # the unit's BiLSTM size
+    ffn_hidden_dims: int | list[int] = field(metadata={"range": ">= 1"})  # the classifier head's hidden layers
+    dropout: float = field(default=0.1, metadata={"range": "[0, 1)"})
+    sig_depth: int = field(default=3, metadata={"range": ">= 1"})  # log-signature depth, in the unit and in its pooling
+    # "signature" | "lstm" (the unit BiLSTM's final states)
+    pooling: str = field(default="signature", metadata={"range": POOLINGS})
     concat_time: bool = True  # the time gap to the previous post at the head's input
     time_scale: float = 0.1  # factor on the time channel (log-gaps or post distances)
 

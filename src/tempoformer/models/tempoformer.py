@@ -16,7 +16,7 @@ config's `head` names the model, and `build_model` builds it from the table HEAD
 
 import copy
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -25,7 +25,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from .padding import pad_batch
-from .pooling import masked_mean, resolve_post_pooling, warn_if_untrained_pooler
+from .pooling import POST_POOLINGS, masked_mean, resolve_post_pooling, warn_if_untrained_pooler
 from .rotary import TemporalRotaryAttention
 
 
@@ -38,13 +38,17 @@ class TempoFormerConfig:
     rope: bool = True  # False: plain multi-head attention over the window's post vectors
     stream_embeddings: bool = True
     gate_norm: bool = True
-    tempo_layer_init: str = "pretrained"  # "pretrained" | "random" (the authors' released code)
-    head: str = "tempoformer"  # "tempoformer" | "rotempoformer" | "robert"
-    post_pooling: str = "auto"  # "auto" | "cls_pooler" (the paper) | "mean": see models/pooling.py
-    classifier_hidden: int = 64
-    dropout: float = 0.1  # classifier / LSTM-head dropout
-    lstm_hidden: int = 100  # RoBERT / RoTempoFormer recurrence
-    lstm_ffn: int = 30  # RoBERT / RoTempoFormer FFN [30, 30]
+    # ranges: tempoformer/settings.py (checked at start-up and by the run, registry.validate_params)
+    # "pretrained" | "random" (the authors' released code)
+    tempo_layer_init: str = field(default="pretrained", metadata={"range": ("pretrained", "random")})
+    # "tempoformer" | "rotempoformer" | "robert"
+    head: str = field(default="tempoformer", metadata={"range": ("tempoformer", "rotempoformer", "robert")})
+    # "auto" | "cls_pooler" (the paper) | "mean": see models/pooling.py
+    post_pooling: str = field(default="auto", metadata={"range": POST_POOLINGS})
+    classifier_hidden: int = field(default=64, metadata={"range": ">= 1"})
+    dropout: float = field(default=0.1, metadata={"range": "[0, 1)"})  # classifier / LSTM-head dropout
+    lstm_hidden: int = field(default=100, metadata={"range": ">= 1"})  # RoBERT / RoTempoFormer recurrence
+    lstm_ffn: int = field(default=30, metadata={"range": ">= 1"})  # RoBERT / RoTempoFormer FFN [30, 30]
 
 
 def extended_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

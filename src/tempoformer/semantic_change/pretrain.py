@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
+from ..settings import check_ranges
 from .data import DiachronicCorpus
 from .encoding import WordPieceEncoder
 from .model import TemporalBert
@@ -29,16 +30,17 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class MLMPretrainSettings:
-    steps: int = 100
-    batch_size: int = 16
-    lr: float = 3e-5
-    time_lr: float = 1e-3
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    max_length: int = 64
-    mlm_probability: float = 0.15
-    time_mask_prob: float = 0.15
-    max_grad_norm: float = 1.0
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    steps: int = field(default=100, metadata={"range": ">= 1"})
+    batch_size: int = field(default=16, metadata={"range": ">= 1"})
+    lr: float = field(default=3e-5, metadata={"range": "> 0"})
+    time_lr: float = field(default=1e-3, metadata={"range": "> 0"})
+    warmup_ratio: float = field(default=0.1, metadata={"range": "[0, 1]"})
+    weight_decay: float = field(default=0.01, metadata={"range": ">= 0"})
+    max_length: int = field(default=64, metadata={"range": ">= 3"})
+    mlm_probability: float = field(default=0.15, metadata={"range": "(0, 1]"})
+    time_mask_prob: float = field(default=0.15, metadata={"range": "[0, 1]"})
+    max_grad_norm: float = field(default=1.0, metadata={"range": "> 0"})
 
     @classmethod
     def from_dict(cls, values: dict | None) -> "MLMPretrainSettings":
@@ -46,6 +48,7 @@ class MLMPretrainSettings:
         unknown = set(values) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown training settings {sorted(unknown)}")
+        check_ranges(cls, values, "training settings")
         return cls(**values)
 
 

@@ -19,12 +19,13 @@ import hashlib
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import polars as pl
 import torch
 
+from ..settings import check_ranges
 from .data import DiachronicCorpus
 from .encoding import WordPieceEncoder
 from .model import TemporalBert
@@ -35,11 +36,13 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ScoreSettings:
-    n_sentences: int = 100
-    last_layers: int | str = "all"   # h: average of the last h layers ("all" = every layer)
-    batch_size: int = 32
-    max_length: int = 128
-    sample_seed: int | None = None   # None: the run's seed
+    # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
+    n_sentences: int = field(default=100, metadata={"range": ">= 1"})
+    # h: average of the last h layers ("all" = every layer)
+    last_layers: int | str = field(default="all", metadata={"range": ">= 1"})
+    batch_size: int = field(default=32, metadata={"range": ">= 1"})
+    max_length: int = field(default=128, metadata={"range": ">= 3"})
+    sample_seed: int | None = field(default=None, metadata={"range": ">= 0"})   # None: the run's seed
 
     @classmethod
     def from_dict(cls, values: dict | None) -> "ScoreSettings":
@@ -47,6 +50,7 @@ class ScoreSettings:
         unknown = set(values) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown scoring settings {sorted(unknown)}")
+        check_ranges(cls, values, "scoring settings")
         return cls(**values)
 
 

@@ -1,0 +1,88 @@
+"""Start-up checks of a config's values that Snakemake's schema cannot see: the workflow
+(workflow/rules/common.smk) calls them while it parses its rules, so `snakemake -n` stops on a
+misspelt or out-of-range setting instead of a job failing on it hours later.
+
+- `check_reader_options`: each dataset's reader `options` against the reader's signature
+  (data.ingest.check_options, the check ingest itself makes).
+- `check_stage_settings`: the settings sections of the semantic change, DCWE and future-LM stages
+  (their global sections and each dataset's overrides) against the settings classes their jobs
+  build: unknown keys and values out of their field's range (tempoformer/settings.py).
+The model `params` are the model registry's (models/registry.py validate_params).
+
+Each raises ValueError naming the config key; the stage classes are imported only when the
+config has that stage.
+"""
+
+from __future__ import annotations
+
+from .settings import check_ranges, check_settings
+
+
+def check_reader_options(datasets: dict) -> None:
+    """ValueError "datasets.<name>.options: <problem>" for a reader option the dataset's format
+    does not take or a value of the wrong type."""
+    if not datasets:
+        return
+    from .data.ingest import READERS, check_options
+
+    for name, spec in datasets.items():
+        if spec.get("format") not in READERS:
+            continue  # the schema's enum names it
+        try:
+            check_options(spec["format"], spec.get("options") or {})
+        except ValueError as error:
+            raise ValueError(f"datasets.{name}.options: {error}") from None
+
+
+def _places(section: dict, key: str):
+    """(where, values) of a settings section: the stage's own, then each dataset's override."""
+    if isinstance(section.get(key), dict):
+        yield key, section[key]
+    for name, dataset in (section.get("datasets") or {}).items():
+        if isinstance(dataset, dict) and isinstance(dataset.get(key), dict):
+            yield f"datasets.{name}.{key}", dataset[key]
+
+
+def check_stage_settings(config: dict) -> None:
+    """ValueError "<stage>.<section>.<key>: ..." for an unknown key or a value out of range in
+    a stage's settings sections."""
+    if config.get("semantic_change"):
+        from .semantic_change.pretrain import MLMPretrainSettings
+        from .semantic_change.scoring import ScoreSettings
+
+        sc = config["semantic_change"]
+        for key, cls in (("training", MLMPretrainSettings), ("scoring", ScoreSettings)):
+            for where, values in _places(sc, key):
+                check_settings(cls, values, f"semantic_change.{where}")
+    if config.get("dcwe"):
+        from .dcwe.graph import Node2VecSettings
+        from .dcwe.model import DcweSpec
+        from .dcwe.options import DCWETrainSettings
+        from .dcwe.sentiment import ClassifierSettings
+
+        dc = config["dcwe"]
+        for key in ("warmup", "training"):
+            for where, values in _places(dc, key):
+                check_settings(DCWETrainSettings, values, f"dcwe.{where}")
+        for where, values in _places(dc, "node2vec"):
+            check_settings(Node2VecSettings, values, f"dcwe.{where}")
+        for where, values in _places(dc, "sentiment"):  # the classifier's keys and the training's
+            classifier = {k: v for k, v in values.items() if k in ClassifierSettings.__dataclass_fields__}
+            check_settings(ClassifierSettings, classifier, f"dcwe.{where}")
+            check_settings(DCWETrainSettings, {k: v for k, v in values.items() if k not in classifier},
+                           f"dcwe.{where}")
+        for where, values in _places(dc, "model"):  # DcweSpec's fields and vocab.py's top_words, min_id
+            check_ranges(DcweSpec, values, f"dcwe.{where}")
+    if config.get("future_lm"):
+        from .future_lm.data import FilterSettings
+        from .future_lm.generate import DecodeSettings
+        from .future_lm.lm import LMConfig
+        from .future_lm.train import FitSettings
+
+        fl = config["future_lm"]
+        for key, cls in (("pretrain", FitSettings), ("finetune", FitSettings), ("generation", DecodeSettings),
+                         ("filter", FilterSettings)):
+            for where, values in _places(fl, key):
+                check_settings(cls, values, f"future_lm.{where}")
+        for where, values in _places(fl, "lm"):
+            check_settings(LMConfig, {k: v for k, v in values.items() if k != "vocab_size"}, f"future_lm.{where}")
