@@ -83,3 +83,15 @@ def test_current_runs_are_carried_over_and_stale_ones_refused(tmp_path):
     assert untouched.read_text() == before[untouched]
     assert refused.read_text() == before[refused]
     assert json.loads(current.read_text())["fingerprint"] == new[ffn]
+
+
+def test_check_equivalence_compares_the_data_stages_of_two_trees(tmp_path):
+    """HEAD against the working tree on a synthetic dataset: the same chain, the same files."""
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "check_equivalence.py"), "--from", "HEAD",
+                             "--configs", str(config), "--embed-sample", "0"], capture_output=True, text=True,
+                            cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [f"lrs_synthetic/{name}: same" for name in
+                                          ("posts.parquet", "folds.parquet", "streams_w1.parquet", "streams_w3.parquet")]
