@@ -20,7 +20,13 @@ if workflow.is_main_process:
 min_version("9.0")
 
 # The default config only when none is given: a --configfile replaces it instead of merging.
+# A YAML syntax error in it is named with its line (Snakemake's own message has none; the files
+# of --configfile Snakemake reads before this file runs: `--verbose` shows their line).
 if not config:
+    from tempoformer.config_checks import check_yaml_file
+
+    check_yaml_file(os.path.join(workflow.basedir, "config", "config.yaml"))
+
     configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 

@@ -5,13 +5,15 @@ against the reader's signature, the stage settings sections against their settin
 
 import copy
 import math
+import shutil
+import subprocess
 
 import pytest
 import yaml
 
-from conftest import REPO, snakemake
+from conftest import BIN, REPO, snakemake
 
-from tempoformer.config_checks import check_reader_options, check_stage_settings
+from tempoformer.config_checks import check_reader_options, check_stage_settings, check_yaml_file
 from tempoformer.models.registry import MODEL_TYPES, param_ranges, validate_params
 from tempoformer.settings import describe_range, field_ranges, in_range, settings_from_dict
 
@@ -153,6 +155,35 @@ def test_a_misspelt_or_mistyped_reader_option_is_named():
         check_reader_options(datasets)
 
 
+# --- the schema: top-level keys and the model lists ----------------------------------------------
+
+
+@pytest.mark.parametrize("change, path, bound", [
+    (lambda s: s.update(seeds=[0, -1]), "['seeds'][1]", "less than the minimum of 0"),
+    (lambda s: s.update(n_folds=1), "['n_folds']", "less than the minimum of 2"),
+    (lambda s: s.update(threads=0), "['threads']", "less than the minimum of 1"),
+    (lambda s: s.update(fold_seed=-1), "['fold_seed']", "less than the minimum of 0"),
+    (lambda s: s["models"]["tempoformer"].update(windows=[0]), "['models']['tempoformer']['windows'][0]",
+     "less than the minimum of 1"),
+    (lambda s: s["models"]["tempoformer"].update(folds=[-1]), "['models']['tempoformer']['folds'][0]",
+     "less than the minimum of 0"),
+    (lambda s: s["models"]["tempoformer"].update(seeds=[-1]), "['models']['tempoformer']['seeds'][0]",
+     "less than the minimum of 0"),
+    (lambda s: s["datasets"]["chitchat"].update(dev_ratio=1), "['datasets']['chitchat']['dev_ratio']",
+     "greater than or equal to the maximum of 1"),
+])
+def test_the_schema_names_a_top_level_value_out_of_range(change, path, bound):
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    config = copy.deepcopy(TINY)
+    change(config)
+    with pytest.raises(WorkflowError) as error:
+        validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    message = str(error.value)
+    assert bound in message and f"On instance{path}" in message
+
+
 # --- the committed configs still pass ---------------------------------------------------------
 
 
@@ -232,6 +263,17 @@ def test_dry_run_stops_on_a_negative_seed_naming_the_key(tmp_path):
 
 
 @pytest.mark.slow
+def test_dry_run_stops_on_a_stage_setting_out_of_range(tmp_path):
+    settings = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    settings["dcwe"].setdefault("warmup", {})["batch_size"] = 0
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    result = snakemake(tmp_path, path, "-n", "--nolock")
+    assert result.returncode != 0
+    assert "config: dcwe.warmup.batch_size: 0 is out of range: an integer >= 1" in _out(result)
+
+
+@pytest.mark.slow
 def test_dry_run_stops_on_a_misspelt_reader_option(tmp_path):
     result = _dry_run(tmp_path, lambda s: s["datasets"]["chitchat"]["options"].update(max_timeline=8))
     assert result.returncode != 0
@@ -239,8 +281,16 @@ def test_dry_run_stops_on_a_misspelt_reader_option(tmp_path):
         in _out(result)
 
 
+def test_check_yaml_file_names_the_file_and_the_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("results: results\nseeds: [0, 1\nn_folds: 3\n")
+    with pytest.raises(ValueError, match=rf"^{bad}, line 3, column 8: not valid YAML: expected ',' or ']'"):
+        check_yaml_file(bad)
+    check_yaml_file(REPO / "config" / "config.yaml")
+
+
 @pytest.mark.slow
-def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
+def test_a_yaml_syntax_error_in_a_configfile_names_the_file_and_the_line_with_verbose(tmp_path):
     """Snakemake 9 reads --configfile in its command line code, before the Snakefile runs, so the
     workflow cannot add to its message: it says only "Config file is not valid JSON or YAML";
     with --verbose the YAML parser's own message follows, naming the file and the line."""
@@ -252,3 +302,22 @@ def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
     assert verbose.returncode != 0
     assert f'in "{bad}", line 2, column 8' in _out(verbose)
     assert f'in "{bad}", line 3, column 8' in _out(verbose)
+
+
+@pytest.mark.slow
+def test_a_yaml_syntax_error_in_the_default_config_names_the_file_and_the_line(tmp_path):
+    """Without --configfile the Snakefile loads config/config.yaml, and checks it first."""
+    copy_ = tmp_path / "wf"
+    copy_.mkdir()
+    for name in ("Snakefile", "workflow", "config", "profiles", "src"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(
+            source, copy_ / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if source.is_dir() else {}))
+    default = copy_ / "config" / "config.yaml"
+    default.write_text(default.read_text() + "\nseeds: [0, 1\n")
+    lines = len(default.read_text().splitlines())
+    result = subprocess.run([str(BIN / "snakemake"), "-s", str(copy_ / "Snakefile"), "-d", str(tmp_path / "work"),
+                             "-n", "--nolock", "--cores", "1"], capture_output=True, text=True, timeout=600,
+                            env={"PATH": f"{BIN}:/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    assert result.returncode != 0
+    assert f"{default}, line {lines + 1}, column 1: not valid YAML" in _out(result)

@@ -8,6 +8,10 @@ misspelt or out-of-range setting instead of a job failing on it hours later.
   (their global sections and each dataset's overrides) against the settings classes their jobs
   build: unknown keys and values out of their field's range (tempoformer/settings.py).
 The model `params` are the model registry's (models/registry.py validate_params).
+- `check_yaml_file`: a YAML syntax error named with its file and line. Snakemake 9 reads the
+  files of `--configfile` itself, before the Snakefile runs, and says only "Config file is not
+  valid JSON or YAML" (`--verbose` adds the parser's message with the file and the line); the
+  Snakefile runs this on the default config before it loads it.
 
 Each raises ValueError naming the config key; the stage classes are imported only when the
 config has that stage.
@@ -16,6 +20,20 @@ config has that stage.
 from __future__ import annotations
 
 from .settings import check_ranges, check_settings
+
+
+def check_yaml_file(path) -> None:
+    """ValueError "<path>, line L, column C: <problem>" for a YAML syntax error in `path`."""
+    import yaml
+
+    with open(path, encoding="utf-8") as handle:
+        try:
+            yaml.safe_load(handle)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+            problem = " ".join(p for p in (getattr(error, "problem", None), getattr(error, "context", None)) if p)
+            raise ValueError(f"{where}: not valid YAML: {problem or error}") from None
 
 
 def check_reader_options(datasets: dict) -> None:
