@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class MLMPretrainSettings:
     # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
-    steps: int = field(default=100, metadata={"range": ">= 1"})
+    steps: int = field(default=100, metadata={"range": ">= 0"})  # 0: no post-pretraining
     batch_size: int = field(default=16, metadata={"range": ">= 1"})
     lr: float = field(default=3e-5, metadata={"range": "> 0"})
     time_lr: float = field(default=1e-3, metadata={"range": "> 0"})
