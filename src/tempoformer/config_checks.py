@@ -68,10 +68,18 @@ def check_stage_settings(config: dict) -> None:
         from .semantic_change.pretrain import MLMPretrainSettings
         from .semantic_change.scoring import ScoreSettings
 
+        from .semantic_change.model import TemporalSpec
+
         sc = config["semantic_change"]
         for key, cls in (("training", MLMPretrainSettings), ("scoring", ScoreSettings)):
             for where, values in _places(sc, key):
                 check_settings(cls, values, f"semantic_change.{where}")
+        for where, values in _places(sc, "attention"):  # TemporalSpec's time_norm, form, time_init_std
+            unknown = set(values) - {"time_norm", "form", "time_init_std"}
+            if unknown:
+                raise ValueError(f"semantic_change.{where}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}; "
+                                 "known: time_norm, form, time_init_std")
+            check_ranges(TemporalSpec, values, f"semantic_change.{where}")
     if config.get("dcwe"):
         from .dcwe.graph import Node2VecSettings
         from .dcwe.model import DcweSpec

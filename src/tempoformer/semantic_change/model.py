@@ -39,9 +39,13 @@ class TemporalSpec:
     periods: list[str]
     time: str = "none"              # none | attention | scaled_linear | scaled_exp | scaled_doc
     prepend: bool = False           # time token <period> after [CLS] (Rosin et al. 2022)
-    time_norm: str = "sequence"     # sequence | batch (the authors' whole-batch norm)
-    form: str = "residual"          # residual: Q(I+TᵀT/‖T‖)Kᵀ | paper: Q(TᵀT/‖T‖)Kᵀ
-    time_init_std: float = 1e-3     # std of W_T at init (0: exactly the pretrained model, no gradient)
+    # ranges: tempoformer/settings.py (the config's `attention`, checked at start-up: config_checks.py)
+    # sequence | batch (the authors' whole-batch norm)
+    time_norm: str = field(default="sequence", metadata={"range": TIME_NORMS})
+    # residual: Q(I+TᵀT/‖T‖)Kᵀ | paper: Q(TᵀT/‖T‖)Kᵀ
+    form: str = field(default="residual", metadata={"range": FORMS})
+    # std of W_T at init (0: exactly the pretrained model, no gradient)
+    time_init_std: float = field(default=1e-3, metadata={"range": ">= 0"})
     doc_counts: list[int] | None = None  # sentences per period, for scaled_doc
     backbone: str = "minilm"
     extra: dict = field(default_factory=dict)
