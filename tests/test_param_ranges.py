@@ -13,7 +13,12 @@ import yaml
 
 from conftest import BIN, REPO, snakemake
 
-from tempoformer.config_checks import check_reader_options, check_stage_settings, check_yaml_file
+from tempoformer.config_checks import (
+    check_dataset_overrides,
+    check_reader_options,
+    check_stage_settings,
+    check_yaml_file,
+)
 from tempoformer.models.registry import MODEL_TYPES, param_ranges, validate_params
 from tempoformer.settings import describe_range, field_ranges, in_range, settings_from_dict
 
@@ -132,6 +137,31 @@ def test_a_stage_setting_out_of_range_or_unknown_is_named(config, message):
     assert str(error.value).startswith(message)
 
 
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@pytest.mark.parametrize("configfile, stage, key, value, message", [
+    ("future_lm_acl.yaml", "future_lm", "lm", {"d_model": 0}, "future_lm.datasets.{}.lm.d_model: 0 is less than "
+                                                             "the minimum of 1"),
+    ("future_lm_acl.yaml", "future_lm", "evaluation", {"batch_size": 0},
+     "future_lm.datasets.{}.evaluation.batch_size: 0 is less than the minimum of 1"),
+    ("config.yaml", "dcwe", "max_length", 1, "dcwe.datasets.{}.max_length: 1 is less than the minimum of 3"),
+    ("config.yaml", "semantic_change", "attention", {"form": "papr"},
+     "semantic_change.datasets.{}.attention.form: 'papr' is not one of ['residual', 'paper']"),
+])
+def test_a_dataset_override_is_held_to_the_schema_of_its_section(configfile, stage, key, value, message):
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((REPO / "config" / configfile).read_text())
+    validate(config, str(SCHEMA))
+    check_dataset_overrides(config, SCHEMA)
+    name = next(iter(config[stage]["datasets"]))
+    config[stage]["datasets"][name][key] = value
+    with pytest.raises(ValueError) as error:
+        check_dataset_overrides(config, SCHEMA)
+    assert str(error.value) == message.format(name)
+
+
 def test_the_stage_jobs_refuse_the_same_values():
     from tempoformer.dcwe.options import DCWETrainSettings
 
@@ -230,6 +260,7 @@ def test_every_committed_config_passes_the_start_up_checks(configfiles):
             validate_params(model, models[model].get("type", model), models[model].get("params", {}))
     check_reader_options(config.get("datasets", {}))
     check_stage_settings(config)
+    check_dataset_overrides(config, SCHEMA)
 
 
 # --- through `snakemake -n`: the wiring --------------------------------------------------------

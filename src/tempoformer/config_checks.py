@@ -8,6 +8,8 @@ misspelt or out-of-range setting instead of a job failing on it hours later.
   (their global sections and each dataset's overrides) against the settings classes their jobs
   build: unknown keys and values out of their field's range (tempoformer/settings.py).
 The model `params` are the model registry's (models/registry.py validate_params).
+- `check_dataset_overrides`: a stage dataset's overrides of the stage's sections against the
+  schema of those sections (the schema itself checks only the stage's own).
 - `check_yaml_file`: a YAML syntax error named with its file and line. Snakemake 9 reads the
   files of `--configfile` itself, before the Snakefile runs, and says only "Config file is not
   valid JSON or YAML" (`--verbose` adds the parser's message with the file and the line); the
@@ -50,6 +52,39 @@ def check_reader_options(datasets: dict) -> None:
             check_options(spec["format"], spec.get("options") or {})
         except ValueError as error:
             raise ValueError(f"datasets.{name}.options: {error}") from None
+
+
+def check_dataset_overrides(config: dict, schema_path) -> None:
+    """A stage dataset's override of a stage section (future_lm.datasets.X.lm, dcwe.datasets.X.model,
+    semantic_change.datasets.X.attention, ...) held to the schema of the section it overrides:
+    the schema sees only the stage's own sections. ValueError "<stage>.datasets.<name>.<key>...:
+    <problem>" (the section as the job reads it: the stage's, updated by the dataset's)."""
+    import copy
+
+    import jsonschema
+    import yaml
+
+    with open(schema_path, encoding="utf-8") as handle:
+        schema = yaml.safe_load(handle)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    for stage in ("semantic_change", "dcwe", "future_lm"):
+        if not isinstance(config.get(stage), dict):
+            continue
+        stage_schema = schema["properties"][stage]
+        own = set(stage_schema["properties"]["datasets"]["additionalProperties"].get("properties", {}))
+        for name, dataset in (config[stage].get("datasets") or {}).items():
+            for key in dataset if isinstance(dataset, dict) else ():
+                if key in own or key in ("datasets", "models") or key not in stage_schema["properties"]:
+                    continue
+                value, base = dataset[key], config[stage].get(key)
+                merged = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
+                instance = copy.deepcopy(config)
+                instance[stage][key] = merged
+                for error in validator.iter_errors(instance):
+                    path = list(error.absolute_path)
+                    if path[:2] == [stage, key]:
+                        inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[2:])
+                        raise ValueError(f"{stage}.datasets.{name}.{key}{inner}: {error.message}")
 
 
 def _places(section: dict, key: str):
