@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
 from torch import nn
 
-from ..atomic import write_with
+from ..checkpoint_io import load_state, save_state
 from ..semantic_change.model import MLMHead
 from .gat import GNNS, social_network, with_self_loops
 from .options import VARIANTS, WALK_AT_T0  # noqa: F401  (VARIANTS: part of the model API)
@@ -198,10 +197,10 @@ def save_model(model: DcweModel, path: str | os.PathLike, info: dict | None = No
         keep = model.edge_index[0] != model.edge_index[1]
         extra = {"social": model.social_input.cpu(), "edge_index": model.edge_index[:, keep].cpu()}
     state = {k: v for k, v in model.state_dict().items() if k not in ("social_input", "edge_index")}
-    write_with(Path(path), lambda tmp: torch.save({
-        "spec": asdict(model.spec), "bert_config": model.config.to_dict(),
-        "dynamic_ids": model.dynamic.nonzero().flatten().tolist(), "state_dict": state,
-        "info": info or {}, **extra}, tmp))
+    # without pickle: safetensors + JSON (checkpoint_io), written atomically
+    save_state(path, {"spec": asdict(model.spec), "bert_config": model.config.to_dict(),
+                      "dynamic_ids": model.dynamic.nonzero().flatten().tolist(), "state_dict": state,
+                      "info": info or {}, **extra})
 
 
 def load_model(path: str | os.PathLike, spec: DcweSpec | None = None, social: torch.Tensor | None = None,
@@ -210,7 +209,7 @@ def load_model(path: str | os.PathLike, spec: DcweSpec | None = None, social: to
     saved backbone and MLM head (the shared warm-up checkpoint); its dynamic part is new."""
     from transformers import BertConfig, BertModel
 
-    saved = torch.load(path, map_location="cpu", weights_only=False)
+    saved = load_state(path)
     bert = BertModel(BertConfig.from_dict(saved["bert_config"]), add_pooling_layer=False)
     if spec is None:
         model = DcweModel(bert, DcweSpec(**saved["spec"]), saved["dynamic_ids"], saved.get("social"),

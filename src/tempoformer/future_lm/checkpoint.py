@@ -2,16 +2,16 @@
 
 A file holds the base LM's description (lm.describe(): a scratch LMConfig, or a Hugging Face
 name), the weights, and for a fine-tuned model its BiasSpec and history settings, so that the
-evaluation rebuilds exactly the trained model. Written atomically.
+evaluation rebuilds exactly the trained model. Written atomically, without pickle: safetensors
+for the weights, JSON for the rest (checkpoint_io; files of torch.save days still load, with
+torch.load(weights_only=True)).
 """
 
 from __future__ import annotations
 
 import os
 
-import torch
-
-from ..atomic import write_with
+from ..checkpoint_io import load_state, save_state
 from .biases import BiasSpec, TemporalLM, YearFeatures
 from .lm import CausalLM, HFCausalLM, LMConfig
 
@@ -27,11 +27,11 @@ def lm_from_description(desc: dict):
 def save_pretrained(lm, path: str | os.PathLike, info: dict) -> None:
     payload = {"lm": lm.describe(), "state": lm.state_dict() if lm.describe()["kind"] == "scratch" else None,
                "info": info}
-    write_with(path, lambda tmp: torch.save(payload, tmp))
+    save_state(path, payload)
 
 
 def load_pretrained_lm(path: str | os.PathLike):
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    payload = load_state(path)
     lm = lm_from_description(payload["lm"])
     if payload["state"] is not None:
         lm.load_state_dict(payload["state"])
@@ -40,13 +40,13 @@ def load_pretrained_lm(path: str | os.PathLike):
 
 def save_model(model: TemporalLM, path: str | os.PathLike, info: dict) -> None:
     payload = {"lm": model.lm.describe(), "spec": model.spec.to_dict(), "state": model.state_dict(), "info": info}
-    write_with(path, lambda tmp: torch.save(payload, tmp))
+    save_state(path, payload)
 
 
 def load_model(path: str | os.PathLike, features=None, context_dim: int = 384):
     """(TemporalLM, info). `features`: YearFeatures, None, or a function of the saved BiasSpec
     that returns them (the history window and scaling are the model's)."""
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    payload = load_state(path)
     lm = lm_from_description(payload["lm"])
     spec = BiasSpec.from_dict(payload["spec"])
     if callable(features) and not isinstance(features, YearFeatures):

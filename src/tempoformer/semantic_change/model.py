@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..atomic import write_with
+from ..checkpoint_io import load_state, save_state
 from .attention import (
     FORMS,
     TIME_NORMS,
@@ -238,16 +237,16 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def save_model(model: TemporalBert, path: str | os.PathLike, info: dict | None = None) -> None:
-    path = Path(path)
-    write_with(path, lambda tmp: torch.save({"spec": asdict(model.spec), "bert_config": model.config.to_dict(),
-                                             "state_dict": model.state_dict(), "info": info or {}}, tmp))
+    """Without pickle: safetensors + JSON (checkpoint_io), written atomically."""
+    save_state(path, {"spec": asdict(model.spec), "bert_config": model.config.to_dict(),
+                      "state_dict": model.state_dict(), "info": info or {}})
 
 
 def load_model(path: str | os.PathLike, tokenizer=None):
     """(TemporalBert, tokenizer, time token ids, info) saved by save_model."""
     from transformers import BertConfig, BertModel
 
-    saved = torch.load(path, map_location="cpu", weights_only=False)
+    saved = load_state(path)
     spec = TemporalSpec(**saved["spec"])
     config = BertConfig.from_dict(saved["bert_config"])
     bert = BertModel(config, add_pooling_layer=False)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import random
 import time
 from pathlib import Path
 from typing import Callable, Iterator
@@ -17,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..atomic import write_with
+from ..checkpoint_io import DamagedState, load_state, save_state, set_aside
 from ..device import autocast
 from .losses import focal_loss
 from .metrics import f1_scores
@@ -79,9 +81,11 @@ def fit(
     """Train with early stopping; leaves the best dev epoch's weights in `model`.
 
     With `checkpoint`, the full training state (weights, optimizer, schedule, random
-    generators, best epoch so far) is saved after every epoch, and a run started again with
-    the same file resumes after the last finished epoch and ends exactly as an uninterrupted
-    run would. Returns the history: dev macro-F1 per epoch, the best epoch and its score.
+    generators, best epoch so far) is saved after every epoch (safetensors + JSON, no pickle:
+    checkpoint_io), and a run started again with the same file resumes after the last finished
+    epoch and ends exactly as an uninterrupted run would. A damaged checkpoint is set aside
+    (`<name>.damaged`, with a warning) and the run resumes from the one before it
+    (`<name>.prev`), or from the start. Returns the history: dev macro-F1 per epoch, the best epoch and its score.
     """
     model.to(device)
     optimizer = _optimizer(model, settings)
@@ -92,10 +96,9 @@ def fit(
         if settings.schedule == "linear"
         else None
     )
-    state = {"epoch": -1, "history": [], "epochs_without_gain": 0, "finished": False,
-             "best": {"dev_macro": -1.0, "epoch": -1, "state": None}}
+    state = _fresh_state()
     rng = np.random.default_rng(seed)
-    if checkpoint is not None and Path(checkpoint).exists():
+    if checkpoint is not None:
         state = _resume(checkpoint, model, optimizer, scheduler, rng)
     target = torch.tensor(y, dtype=torch.long)
     for epoch in range(state["epoch"] + 1, settings.epochs):
@@ -143,29 +146,87 @@ def _cpu_copy(state_dict: dict) -> dict:
     return {k: v.detach().to("cpu", copy=True) for k, v in state_dict.items()}
 
 
+def _fresh_state() -> dict:
+    return {"epoch": -1, "history": [], "epochs_without_gain": 0, "finished": False,
+            "best": {"dev_macro": -1.0, "epoch": -1, "state": None}}
+
+
+def _previous(path: Path) -> Path:
+    return path.with_name(path.name + ".prev")
+
+
 def _save_checkpoint(path, state, model, optimizer, scheduler, rng) -> None:
+    """The training state after an epoch, without pickle (checkpoint_io: safetensors + JSON).
+
+    The checkpoint it replaces is kept as `<name>.prev` (moved, not copied: at most two on the
+    disk, as while today's file is written), so that a damaged checkpoint costs one epoch, not
+    the run. The best epoch's weights are not stored twice when they are the model's own."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    best = state["best"]
+    best_is_model = best["epoch"] == state["epoch"]
     payload = {
         **state,
+        "best": {**best, "state": None} if best_is_model else best,
+        "best_is_model": best_is_model,
         "model": _cpu_copy(model.state_dict()),
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
         "numpy_rng": rng.bit_generator.state,
+        "python_rng": random.getstate(),
         "torch_rng": torch.get_rng_state(),
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
     }
-    write_with(path, lambda tmp: torch.save(payload, tmp))
+    if path.exists():
+        os.replace(path, _previous(path))
+    save_state(path, payload)
 
 
 def _resume(path, model, optimizer, scheduler, rng) -> dict:
-    payload = torch.load(path, map_location="cpu", weights_only=False)
-    model.load_state_dict(payload.pop("model"))
+    """The state of the newest readable checkpoint (`path`, else `<path>.prev`), applied to the
+    model, optimizer, schedule and generators; a fresh state if there is none. A damaged one is
+    set aside (`<name>.damaged`, with a warning) and never read again."""
+    path = Path(path)
+    for candidate in (path, _previous(path)):
+        if not candidate.exists():
+            continue
+        try:
+            payload = load_state(candidate)
+            _check_fits(candidate, payload, model)
+        except DamagedState as error:
+            set_aside(candidate, error.problem)
+            continue
+        return _apply(payload, model, optimizer, scheduler, rng)
+    return _fresh_state()
+
+
+def _check_fits(path, payload, model) -> None:
+    """DamagedState unless the payload holds a training state for this model (checked before
+    anything is changed, so a run that cannot resume starts exactly as a fresh one)."""
+    if not isinstance(payload, dict):
+        raise DamagedState(path, "not a training checkpoint")
+    missing = [k for k in ("epoch", "history", "epochs_without_gain", "finished", "best", "model", "optimizer",
+                           "scheduler", "numpy_rng", "torch_rng", "cuda_rng") if k not in payload]
+    if missing:
+        raise DamagedState(path, f"not a training checkpoint (no {', '.join(missing)})")
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    saved = {k: tuple(v.shape) for k, v in payload["model"].items()}
+    if saved != expected:
+        raise DamagedState(path, "its weights do not fit this model")
+
+
+def _apply(payload, model, optimizer, scheduler, rng) -> dict:
+    model_state = payload.pop("model")
+    if payload.pop("best_is_model", False):
+        payload["best"]["state"] = _cpu_copy(model_state)
+    model.load_state_dict(model_state)
     optimizer.load_state_dict(payload.pop("optimizer"))
     scheduler_state = payload.pop("scheduler")
     if scheduler is not None and scheduler_state is not None:
         scheduler.load_state_dict(scheduler_state)
     rng.bit_generator.state = payload.pop("numpy_rng")
+    python_rng = payload.pop("python_rng", None)  # absent from checkpoints of torch.save days
+    if python_rng is not None:
+        random.setstate(python_rng)
     torch.set_rng_state(payload.pop("torch_rng"))
     cuda_rng = payload.pop("cuda_rng")
     if cuda_rng is not None and torch.cuda.is_available():
