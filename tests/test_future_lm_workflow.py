@@ -79,3 +79,23 @@ def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
     assert counts["used_per_split"]["test"] == 6
     again = snakemake(tmp_path, configfile, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_numeric_future_lm_jobs_get_portable_kernels_and_the_configured_threads(tmp_path):
+    # The numbers of every torch job depend on its kernels and its thread count (README, "What
+    # matches across machines"): on this machine `threads: 2` with `portable_kernels: false`
+    # turned Context²'s sign test against the Baseline from 21/19 into 17/23. Snakemake scales a
+    # rule's `threads` down to --cores, so torch must get the config's count, not {threads}.
+    numeric = ("context", "pretrain", "train", "evaluate", "unigram")
+    fl = default_future_lm()
+    fl["threads"] = 2
+    for cores, portable in (("1", True), ("2", True), ("1", False)):
+        configfile = write_config(tmp_path, {"results": "results", "portable_kernels": portable, "future_lm": fl})
+        result = snakemake(tmp_path, configfile, "-n", "-p", "--cores", cores, "future_lm_all")
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        lines = [line for line in result.stdout.splitlines() if " tempoformer future-lm-" in line]
+        jobs = [line for line in lines if any(f" tempoformer future-lm-{n} " in line for n in numeric)]
+        assert len(jobs) == 15, lines
+        env = "exec env MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 tempoformer" if portable \
+            else "exec env  tempoformer"
+        assert all(env in line and " --threads 2 " in line for line in jobs), (cores, portable, jobs)

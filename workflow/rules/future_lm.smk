@@ -96,6 +96,8 @@ rule future_lm_context:
         f"{FL_RESULTS}/{{fl_dataset}}/context.npz",
     params:
         kernels=KERNELS,
+        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        torch_threads=FL_THREADS,
         settings=lambda w: json.dumps({"tokenizer": fl_section(w.fl_dataset, "tokenizer") or "minilm",
                                        "max_window": fl_max_window(w.fl_dataset),
                                        "shortcut": bool(fl_section(w.fl_dataset, "shortcut")),
@@ -113,7 +115,7 @@ rule future_lm_context:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/context.tsv"
     shell:
         "exec env {params.kernels} tempoformer future-lm-context --corpus {input.corpus:q} --counts {input.counts:q}"
-        " --vocab {input.vocab:q} --settings {params.settings:q} --threads {threads} {params.device}"
+        " --vocab {input.vocab:q} --settings {params.settings:q} --threads {params.torch_threads} {params.device}"
         " --output {output:q} 2> {log:q}"
 
 
@@ -128,6 +130,8 @@ rule future_lm_pretrain:
         f"{FL_RESULTS}/{{fl_dataset}}/pretrained.pt",
     params:
         kernels=KERNELS,
+        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        torch_threads=FL_THREADS,
         settings=lambda w: fl_settings(w.fl_dataset, "base_model", "lm", "pretrain"),
         seed=lambda w: fl_section(w.fl_dataset, "pretrain_seed") or 0,
         device=fl_device(),
@@ -146,7 +150,7 @@ rule future_lm_pretrain:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/pretrain.tsv"
     shell:
         "exec env {params.kernels} tempoformer future-lm-pretrain --tokens {input.tokens:q} --vocab {input.vocab:q}"
-        " --counts {input.counts:q} --settings {params.settings:q} --seed {params.seed} --threads {threads}"
+        " --counts {input.counts:q} --settings {params.settings:q} --seed {params.seed} --threads {params.torch_threads}"
         " {params.device} --output {output:q} 2> {log:q}"
 
 
@@ -161,6 +165,8 @@ rule future_lm_train:
         info=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/train.json",
     params:
         kernels=KERNELS,
+        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        torch_threads=FL_THREADS,
         model=fl_model_entry,
         settings=lambda w: fl_settings(w.fl_dataset, "finetune", "shortcut"),
         context=lambda w, input: flag("context", input.context) if "context" in input.keys() else "",
@@ -179,7 +185,7 @@ rule future_lm_train:
         "exec env {params.kernels} tempoformer future-lm-train --tokens {input.tokens:q} --vocab {input.vocab:q}"
         " --counts {input.counts:q} --frequency {input.frequency:q} {params.context} --pretrained {input.pretrained:q}"
         " --name {wildcards.fl_model:q} --model {params.model:q} --settings {params.settings:q}"
-        " --seed {wildcards.seed:q} --threads {threads} {params.device} --output {output.model:q} 2> {log:q}"
+        " --seed {wildcards.seed:q} --threads {params.torch_threads} {params.device} --output {output.model:q} 2> {log:q}"
 
 
 rule future_lm_evaluate:
@@ -195,6 +201,8 @@ rule future_lm_evaluate:
         metrics=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/metrics.json",
     params:
         kernels=KERNELS,
+        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        torch_threads=FL_THREADS,
         settings=lambda w: fl_settings(w.fl_dataset, "tokenizer", "stopwords", "shortcut", "evaluation", "generation"),
         context=lambda w, input: flag("context", input.context) if "context" in input.keys() else "",
         out_dir=lambda w: fl_run_dir(w.fl_dataset, w.fl_model, w.seed),
@@ -213,7 +221,7 @@ rule future_lm_evaluate:
         "exec env {params.kernels} tempoformer future-lm-evaluate --tokens {input.tokens:q} --corpus {input.corpus:q}"
         " --vocab {input.vocab:q} --counts {input.counts:q} --frequency {input.frequency:q} {params.context}"
         " --model {input.model:q} --name {wildcards.fl_model:q} --settings {params.settings:q} --seed {wildcards.seed:q}"
-        " --threads {threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
+        " --threads {params.torch_threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule future_lm_unigram:
@@ -229,6 +237,8 @@ rule future_lm_unigram:
         f"{FL_RESULTS}/{{fl_dataset}}/unigram/seed{{seed}}.json",
     params:
         kernels=KERNELS,
+        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        torch_threads=FL_THREADS,
         settings=lambda w: fl_settings(w.fl_dataset, "unigram", "evaluation", "shortcut"),
         device=fl_device(),
         code=code("future-lm-unigram"),
@@ -244,7 +254,7 @@ rule future_lm_unigram:
     shell:
         "exec env {params.kernels} tempoformer future-lm-unigram --tokens {input.tokens:q} --vocab {input.vocab:q}"
         " --counts {input.counts:q} --frequency {input.frequency:q} --model {input.model:q}"
-        " --settings {params.settings:q} --threads {threads} {params.device} --output {output:q} 2> {log:q}"
+        " --settings {params.settings:q} --threads {params.torch_threads} {params.device} --output {output:q} 2> {log:q}"
 
 
 rule future_lm_tables:
