@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..artefacts import DamagedArtefact, load_npz, read_parquet
 from ..atomic import write_with
 from ..backbones import backbone_path
 from ..device import pick_device
@@ -55,10 +56,14 @@ def embed_texts(texts: list[str], model: str = "minilm", batch_size: int = 64,
 def _read_cache(cache, model: str) -> dict:
     if cache is None or not Path(cache).exists():
         return {}
-    with np.load(cache, allow_pickle=False) as stored:
-        if str(stored["model"]) != model:  # vectors of another model are no use
-            return {}
-        return dict(zip(stored["keys"], stored["vectors"]))
+    try:
+        stored = load_npz(cache)
+    except DamagedArtefact as error:  # a cache: encode without it, and write it anew
+        log.warning("%s; encoding without the cache", error)
+        return {}
+    if str(stored["model"]) != model:  # vectors of another model are no use
+        return {}
+    return dict(zip(stored["keys"], stored["vectors"]))
 
 
 def _write_cache(cache, model: str, known: dict) -> None:
@@ -69,7 +74,7 @@ def _write_cache(cache, model: str, known: dict) -> None:
 
 def embed_posts(posts_path: str | Path, output: str | Path, model: str = "minilm",
                 cache: str | Path | None = None) -> np.ndarray:
-    texts = pl.read_parquet(posts_path, columns=["text"])["text"].to_list()
+    texts = read_parquet(posts_path, columns=["text"])["text"].to_list()
     vectors = embed_texts(texts, model, cache=cache)
     output = Path(output)
     write_with(output, lambda tmp: np.save(tmp, vectors), suffix=".npy")

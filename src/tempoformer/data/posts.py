@@ -13,6 +13,7 @@ from typing import Iterable, Mapping
 
 import polars as pl
 
+from ..artefacts import read_parquet
 from ..atomic import write_with
 from ..errors import InputError  # noqa: F401  (readers raise it from here)
 
@@ -155,4 +156,4 @@ def write_parquet_atomic(df: pl.DataFrame, path: str | os.PathLike) -> None:
 
 
 def read_posts(path: str | os.PathLike) -> pl.DataFrame:
-    return validate_posts(pl.read_parquet(path), path)
+    return validate_posts(read_parquet(path), path)

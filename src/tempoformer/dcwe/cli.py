@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..arguments import json_arg as _json
+from ..artefacts import load_npy
 from ..atomic import write_text_atomic, write_with
 from ..backbones import backbone_path
 from ..cli_common import job_setup
@@ -159,7 +160,7 @@ def _variant_inputs(corpus, variant: str, settings: dict, vectors):
     if spec.social:
         if vectors is None:
             raise ValueError(f"variant {variant} needs the node2vec vectors (--vectors)")
-        social = torch.from_numpy(np.load(vectors))
+        social = torch.from_numpy(load_npy(vectors))
         edge_index = torch.from_numpy(corpus.edge_index())
     tokenizer = _tokenizer(backbone)
     train = corpus.split("train")

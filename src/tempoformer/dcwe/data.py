@@ -45,6 +45,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
+from ..artefacts import read_json, read_parquet
 from ..atomic import write_text_atomic, write_with
 from ..errors import InputError
 
@@ -585,8 +586,8 @@ def save_corpus(corpus: DcweCorpus, out_dir: str | os.PathLike, stats: dict | No
 
 def read_corpus(out_dir: str | os.PathLike) -> tuple[DcweCorpus, dict]:
     out = Path(out_dir)
-    meta = json.loads((out / "corpus.json").read_text())
-    docs = pl.read_parquet(out / "docs.parquet")
+    meta = read_json(out / "corpus.json")
+    docs = read_parquet(out / "docs.parquet")
     corpus = DcweCorpus(name=meta["name"], docs=docs, units=meta["units"],
                         edges=[tuple(e) for e in meta["edges"]], periods=meta["periods"],
                         directed=meta["directed"], targets=meta["targets"], graded=meta["graded"],

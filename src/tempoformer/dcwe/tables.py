@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from ..artefacts import read_json, read_parquet
 from ..reporting.render import Table, write_table
 from .metrics import mcnemar, paired_predictions, scores, wilcoxon
 
@@ -59,14 +60,14 @@ def _fmt(values: Sequence[float], digits: int = 3) -> str:
 def load_runs(metric_paths: Sequence[str | os.PathLike]) -> list[dict]:
     runs = []
     for path in metric_paths:
-        m = json.loads(Path(path).read_text())
+        m = read_json(path)
         m["_dir"] = Path(path).parent
         runs.append(m)
     return runs
 
 
 def _losses(run: dict, split: str) -> pl.DataFrame:
-    return pl.read_parquet(run["_dir"] / "losses.parquet").filter(pl.col("split") == split).drop("split")
+    return read_parquet(run["_dir"] / "losses.parquet").filter(pl.col("split") == split).drop("split")
 
 
 def _by(runs: list[dict]) -> dict[tuple[str, str], list[dict]]:
@@ -205,7 +206,7 @@ def change_table(runs: list[dict], sc_metrics: Sequence[str | os.PathLike], labe
                      _fmt([c["pearson"] for c in change]), _fmt([c["spearman"] for c in change]),
                      str(change[0]["n_scored"]), str(change[0]["n_unscored"])])
     for path in sc_metrics:
-        m = json.loads(Path(path).read_text())
+        m = read_json(path)
         rows.append([m["dataset"], f"semantic-change stage: {m['method']}", f"ours ({label}, seed {m['seed']})",
                      _fmt([m.get("pearson")]), _fmt([m.get("spearman")]), str(m.get("n_scored")),
                      str(m.get("n_unscored"))])
@@ -226,7 +227,7 @@ def change_table(runs: list[dict], sc_metrics: Sequence[str | os.PathLike], labe
 
 
 def _predictions(run: dict, split: str) -> pl.DataFrame:
-    return pl.read_parquet(run["_dir"] / "predictions.parquet").filter(pl.col("split") == split)
+    return read_parquet(run["_dir"] / "predictions.parquet").filter(pl.col("split") == split)
 
 
 def _mcnemar_cell(a: list[dict], b: list[dict], split: str) -> str:
@@ -367,7 +368,7 @@ def write_tables(metric_paths: Sequence[str | os.PathLike], corpus_paths: Sequen
     paper = paper_numbers()
     all_runs, all_sentiment = load_runs(metric_paths), load_runs(sentiment_paths)
     runs, sentiment = select_runs(all_runs, "mlm"), select_runs(all_sentiment, "sentiment")
-    corpora = [json.loads(Path(p).read_text())["stats"] for p in corpus_paths]
+    corpora = [read_json(p)["stats"] for p in corpus_paths]
     built = {
         "dcwe_table1": table1(corpora, paper),
         "dcwe_table2": perplexity_table(2, runs, datasets, paper, ("dcwe", "cwe"), backbone_label),

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..arguments import json_arg as _json
+from ..artefacts import read_json
 from ..atomic import write_text_atomic
 from ..cli_common import job_setup
 
@@ -85,7 +86,7 @@ def run_context(corpus: str, counts_path: str, vocab_path: str, output: str, set
 
     device = job_setup(threads, device, quiet_transformers=False)
     c = dict(settings.get("context") or {})
-    counts = json.loads(Path(counts_path).read_text())
+    counts = read_json(counts_path)
     years = context_years(counts, int(settings["max_window"]), bool(settings.get("shortcut", False)))
     ctx = compute_context(read_corpus(corpus), read_vocab(vocab_path), settings.get("tokenizer", "minilm"),
                           c.get("encoder", "minilm"), years, c.get("cap_per_year"), int(c.get("seed", 0)),
@@ -98,7 +99,7 @@ def _features(freq_path, ctx_path, counts_path, window: int, shortcut: bool, sca
     from .context import read_context
     from .frequency import read_frequency
 
-    counts = json.loads(Path(counts_path).read_text())
+    counts = read_json(counts_path)
     ctx = read_context(ctx_path) if ctx_path else None
     return YearFeatures(read_frequency(freq_path), ctx, counts["splits"]["train"][1], window, shortcut, scaling)
 
@@ -109,7 +110,7 @@ def _split_docs(tokens_path, counts_path):
     from .tokens import read_tokens
 
     tokens = read_tokens(tokens_path)
-    splits = YearSplits.from_dict(json.loads(Path(counts_path).read_text())["splits"])
+    splits = YearSplits.from_dict(read_json(counts_path)["splits"])
     return tokens, splits, {name: docs_of(tokens, years=years) for name, years in splits.split_years().items()}
 
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..artefacts import load_npz
+
 log = logging.getLogger(__name__)
 
 
@@ -107,5 +109,4 @@ def write_context(ctx: dict, path: str | os.PathLike) -> Path:
 
 
 def read_context(path: str | os.PathLike) -> dict:
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files}
+    return load_npz(path)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..artefacts import load_npz
+
 
 def year_counts(ids_per_doc, years_per_doc, vocab_size: int, eos: int | None = None) -> tuple[list[int], np.ndarray]:
     """(sorted years, counts[year, w]) over documents' LM ids (+ one EOS per document)."""
@@ -62,5 +64,4 @@ def write_frequency(freq: dict, path: str | os.PathLike) -> Path:
 
 
 def read_frequency(path: str | os.PathLike) -> dict:
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files}
+    return load_npz(path)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..artefacts import read_json, read_parquet
 from ..atomic import write_with
 from ..reporting.render import Table, write_table
 
@@ -149,7 +150,7 @@ def years_table(counts: dict, paper: pl.DataFrame) -> tuple[Table, pl.DataFrame]
 def load_runs(metric_paths) -> list[dict]:
     runs = []
     for path in metric_paths:
-        m = json.loads(Path(path).read_text())
+        m = read_json(path)
         m["_dir"] = str(Path(path).parent)
         runs.append(m)
     return runs
@@ -185,7 +186,7 @@ def _by_model(runs: list[dict], order: list[str] | None) -> dict[str, list[dict]
 
 def per_abstract(runs: list[dict], year: int) -> pl.DataFrame:
     """Per abstract of `year`: NLL and tokens, the mean over the runs (seeds) of one model."""
-    frames = [pl.read_parquet(Path(r["_dir"]) / "scores.parquet").filter(pl.col("year") == year) for r in runs]
+    frames = [read_parquet(Path(r["_dir"]) / "scores.parquet").filter(pl.col("year") == year) for r in runs]
     return (pl.concat(frames).group_by("doc_id").agg(pl.col("nll").mean(), pl.col("n_tokens").first())
             .sort("doc_id"))
 
@@ -404,11 +405,11 @@ def figure_ppl_by_year(runs: list[dict], order, path) -> None:
 
 
 def write_all(counts_path, corpus_path, metric_paths, unigram_paths, out_dir, figures_dir, settings: dict) -> dict:
-    counts = json.loads(Path(counts_path).read_text())
-    corpus = pl.read_parquet(corpus_path)
+    counts = read_json(counts_path)
+    corpus = read_parquet(corpus_path)
     paper = paper_numbers()
     runs = load_runs(metric_paths)
-    unigram = [json.loads(Path(p).read_text()) for p in unigram_paths]
+    unigram = [read_json(p) for p in unigram_paths]
     dataset = settings.get("dataset", "")
     order = settings.get("model_order")
     baseline = settings.get("baseline", "baseline")

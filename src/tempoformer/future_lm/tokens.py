@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..artefacts import read_json, read_parquet
 from .data import WORD
 
 STOPWORDS = Path(__file__).with_name("authors_stopwords.txt")
@@ -216,8 +217,8 @@ def tokenize_corpus(corpus, info: TokenizerInfo, stopwords: frozenset[str], rest
 def read_tokens(path: str | os.PathLike):
     import polars as pl
 
-    return pl.read_parquet(path)
+    return read_parquet(path)
 
 
 def read_vocab(path: str | os.PathLike) -> Vocab:
-    return Vocab.from_json(json.loads(Path(path).read_text())["vocab"])
+    return Vocab.from_json(read_json(path)["vocab"])

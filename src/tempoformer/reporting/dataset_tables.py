@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ..artefacts import read_json
 from ..data.posts import read_posts
 from . import paper_numbers
 from .dataset_stats import CSV_COLUMNS, MARKDOWN_HEADER, dataset_statistics, table1
@@ -74,7 +75,7 @@ def write_table5(diversity_paths: dict[str, str], paper_columns: dict[str, str |
     header = ["Dataset", "BERTScore ↓", "Cosine sim. ↓", "Outlier ↑"]
     rows, csv_rows, settings = [], [], []
     for name, path in diversity_paths.items():
-        result = json.loads(Path(path).read_text())
+        result = read_json(path)
         missing = {"bertscore", "cosine", "outlier", "settings"} - set(result)
         if missing:
             raise ValueError(f"{path}: not a diversity file, missing {sorted(missing)}")
@@ -94,7 +95,7 @@ def write_table5(diversity_paths: dict[str, str], paper_columns: dict[str, str |
                          f"{theirs['Outlier']:.3f}"])
             csv_rows.append({"source": "paper", "dataset": column, "bertscore": theirs["BERTScore"],
                              "cosine": theirs["CosineSim"], "outlier": theirs["Outlier"], "outlier_std": None})
-    first = json.loads(Path(next(iter(diversity_paths.values()))).read_text())["settings"]
+    first = read_json(next(iter(diversity_paths.values())))["settings"]
     notes = [
         f"BERTScore: F1 between pairs of posts of the dataset, token vectors of hidden layer "
         f"{first['layer']} of the backbone ({first['backbone']}; minilm = all-MiniLM-L6-v2, 6 layers), "

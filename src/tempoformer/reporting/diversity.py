@@ -29,6 +29,7 @@ import time
 import numpy as np
 import polars as pl
 
+from ..artefacts import load_npy, read_parquet
 from ..atomic import write_text_atomic
 from ..data.folds import split_rows
 from ..data.posts import read_posts
@@ -116,7 +117,7 @@ def dataset_diversity(posts_path, embeddings_path, folds_path, backbone: str = "
     """Table 5's three numbers for one dataset, with the settings that produced them."""
     started = time.perf_counter()
     posts = read_posts(posts_path)
-    embeddings = np.load(embeddings_path)
+    embeddings = load_npy(embeddings_path)
     if len(embeddings) != posts.height:
         raise ValueError(f"{embeddings_path}: {len(embeddings)} embeddings for the {posts.height} posts "
                          f"of {posts_path} (one per post, in its row order)")
@@ -134,7 +135,7 @@ def dataset_diversity(posts_path, embeddings_path, folds_path, backbone: str = "
         "bertscore": float(np.mean(scores)),
         "bertscore_std_over_pairs": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
         "cosine": mean_pairwise_cosine(embeddings),
-        "outlier": outlier_distance(embeddings, posts, pl.read_parquet(folds_path)),
+        "outlier": outlier_distance(embeddings, posts, read_parquet(folds_path)),
         "settings": {"backbone": backbone, "layer": layer, "max_tokens": max_tokens, "seed": seed,
                      "max_pairs": max_pairs, "pairs": len(scores),
                      "all_pairs": len(scores) == len(usable) * (len(usable) - 1) // 2,

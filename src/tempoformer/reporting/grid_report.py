@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..artefacts import read_json
 from ..atomic import write_text_atomic
 
 
@@ -32,7 +33,7 @@ def grid_section(metrics: dict, source: Path) -> str:
 
 def write_grid_report(metrics_paths: list[Path], out: Path, title: str, intro: str = "") -> None:
     """Markdown: a title, an optional paragraph, one section per run (in the order given)."""
-    runs = [(Path(p), json.loads(Path(p).read_text())) for p in metrics_paths]
+    runs = [(Path(p), read_json(p)) for p in metrics_paths]
     sections = [grid_section(metrics, path) for path, metrics in runs]
     text = "\n\n".join([f"# {title}", *([intro] if intro else []), *sections]) + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)

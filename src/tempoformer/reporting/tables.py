@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..artefacts import read_json, read_parquet
 from ..training.metrics import f1_scores
 from . import paper_numbers
 from .render import Table
@@ -109,7 +110,7 @@ def load_runs(metric_paths: list[str | Path]) -> pl.DataFrame:
     """One row per (run, class) with that class's test F1; class 'macro' is the macro-F1."""
     rows = []
     for path in metric_paths:
-        m = json.loads(Path(path).read_text())
+        m = read_json(path)
         missing = [k for k in ("dataset", "model", "window", "fold", "seed", "test", "dev_macro") if k not in m]
         if missing:
             raise ValueError(f"{path}: not a run's metrics file, missing {missing}")
@@ -132,7 +133,7 @@ def pooled_predictions(metric_paths: list[str], labels: list[str]) -> pl.DataFra
     frames = []
     for path in sorted(metric_paths):
         file = Path(path).with_name("predictions.parquet")
-        frame = pl.read_parquet(file)
+        frame = read_parquet(file)
         missing = {"row", "gold", "pred"} - set(frame.columns)
         if missing:
             raise ValueError(f"{file}: missing column(s) {sorted(missing)}")

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from ..artefacts import read_json
 from ..reporting.render import Table
 
 PAPER_CSV = Path(__file__).with_name("paper_numbers.csv")
@@ -42,7 +43,7 @@ def paper_numbers() -> pl.DataFrame:
 def load_metrics(paths: Sequence[str | os.PathLike]) -> pl.DataFrame:
     rows = []
     for path in paths:
-        m = json.loads(Path(path).read_text())
+        m = read_json(path)
         rows.append({k: m.get(k) for k in ("dataset", "method", "seed", "pearson", "spearman", "n_scored",
                                           "n_unscored", "n_targets", "params", "train_seconds",
                                           "score_seconds")})

@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from ..artefacts import load_npy, read_parquet
 from ..atomic import write_text_atomic
 from ..data.folds import split_rows
 from ..data.posts import read_posts, write_parquet_atomic
@@ -62,9 +63,9 @@ def load_run_data(posts_path, folds_path, fold, labels, streams_path=None, embed
         posts=posts,
         labels=list(labels),
         y=y,
-        rows=split_rows(posts, pl.read_parquet(folds_path), fold),
-        streams=pl.read_parquet(streams_path) if streams_path else None,
-        embeddings=np.load(embeddings_path) if embeddings_path else None,
+        rows=split_rows(posts, read_parquet(folds_path), fold),
+        streams=read_parquet(streams_path) if streams_path else None,
+        embeddings=load_npy(embeddings_path) if embeddings_path else None,
     )
 
 
