@@ -336,3 +336,24 @@ def test_coverage_spans_and_missing_runs():
     assert missing_runs(every) == (0, "none")
     assert missing_runs(every - {(3, 1), (3, 12), (0, 123)}) == (3, "seeds 1, 12: fold 3; seed 123: fold 0")
     assert seeds_text({(0, 7), (2, 7), (1, 0)}) == "0 (fold 1), 7 (folds 0, 2)"
+
+
+def test_timeline_bootstrap_keeps_each_timelines_posts_together():
+    """Two timelines of 100 posts, labels alternating 0/1. A is right on every post of t1 and
+    wrong on 10 posts of t2; B is wrong on 40 posts of t1 and right on all of t2. Over the posts
+    A is clearly better (10 errors against 40: drawing posts, p ~ 0). But the gain is all in t1:
+    drawing timelines, a resample is {t1, t1} (A better), {t1, t2} (A better) or {t2, t2} (B
+    better: A makes the only errors), the last with probability 1/4, so p ~ 0.25."""
+    gold = np.tile([0, 1], 100)
+    timeline = np.repeat(["t1", "t2"], 100)
+    a, b = gold.copy(), gold.copy()
+    a[100:110] = 1 - a[100:110]  # A: 10 errors in t2
+    b[:40] = 1 - b[:40]  # B: 40 errors in t1
+    in_t2 = (timeline == "t2").astype(float)
+    assert macro_f1(gold, a, 2, in_t2) < macro_f1(gold, b, 2, in_t2) == 1.0  # {t2, t2}: B better
+    assert macro_f1(gold, a, 2) > macro_f1(gold, b, 2)
+    posts = paired_bootstrap(gold, a, b, 2, resamples=2000)
+    timelines = paired_bootstrap(gold, a, b, 2, resamples=2000, clusters=timeline)
+    assert posts["p_value"] < 0.001 and posts["unit"] == "post" and posts["units"] == 200
+    assert 0.22 < timelines["p_value"] < 0.28 and timelines["unit"] == "timeline" and timelines["units"] == 2
+    assert timelines["difference"] == posts["difference"]  # the observed difference is the same

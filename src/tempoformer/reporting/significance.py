@@ -1,8 +1,11 @@
 """Paired bootstrap test of macro-F1: is model A better than model B on the same test posts?
 
 Both models' predictions cover the same posts (the folds' test sets pooled), once per seed.
-Each resample draws the posts with replacement (Efron's bootstrap), the same draw for every
-seed, and compares the models' macro-F1 averaged over seeds. The one-sided p-value is the
+Each resample draws with replacement, the same draw for every seed, and compares the models'
+macro-F1 averaged over seeds. What is drawn is the unit the data cluster in: with `clusters`
+(each post's timeline) whole timelines, each keeping all its posts (a cluster bootstrap: the
+posts of one timeline are not independent, and drawing them one by one understates the
+spread); without, single posts (Efron's bootstrap). The one-sided p-value is the
 share of resamples in which A is not better than B, ties counted half: about 0 when A is
 clearly better, 0.5 when the predictions are identical, about 1 when B is clearly better.
 """
@@ -24,10 +27,11 @@ def macro_f1(gold: np.ndarray, pred: np.ndarray, n_labels: int, weights: np.ndar
 
 
 def paired_bootstrap(gold: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n_labels: int,
-                     resamples: int = 1000, seed: int = 0) -> dict:
+                     resamples: int = 1000, seed: int = 0, clusters: np.ndarray | None = None) -> dict:
     """gold: (n,) labels of the pooled test posts; pred_a, pred_b: (seeds, n) predictions of the
-    two models, row i of both from the same seed. Returns the observed difference of seed-mean
-    macro-F1 (A - B), the p-value of "A is not better than B" and the test's settings."""
+    two models, row i of both from the same seed; clusters: (n,) the timeline of each post, or
+    None to draw posts. Returns the observed difference of seed-mean macro-F1 (A - B), the
+    p-value of "A is not better than B" and the test's settings."""
     gold = np.asarray(gold)
     pred_a, pred_b = np.atleast_2d(pred_a), np.atleast_2d(pred_b)
     if pred_a.shape != pred_b.shape or pred_a.shape[1] != len(gold):
@@ -39,8 +43,16 @@ def paired_bootstrap(gold: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, n
 
     rng = np.random.default_rng(seed)
     n = len(gold)
-    deltas = np.array([difference(np.bincount(rng.integers(n, size=n), minlength=n).astype(float))
+    if clusters is None:
+        unit, codes = "post", np.arange(n)
+    else:
+        if len(clusters) != n:
+            raise ValueError(f"{len(clusters)} cluster ids do not pair with {n} gold labels")
+        unit, codes = "timeline", np.unique(np.asarray(clusters), return_inverse=True)[1]
+    k = int(codes.max()) + 1
+    # weight of a post = how often its unit was drawn
+    deltas = np.array([difference(np.bincount(rng.integers(k, size=k), minlength=k).astype(float)[codes])
                        for _ in range(resamples)])
     p_value = (np.sum(deltas < 0) + 0.5 * np.sum(deltas == 0)) / resamples
     return {"difference": difference(None), "p_value": float(p_value), "resamples": resamples,
-            "seed": seed, "posts": n, "seeds": int(pred_a.shape[0])}
+            "seed": seed, "posts": n, "seeds": int(pred_a.shape[0]), "unit": unit, "units": k}
