@@ -75,17 +75,17 @@ def test_the_authors_layout(tmp_path):
         write_csv(tmp_path / f"yelp_{split}.csv", header, rows)
     (tmp_path / "yelp_users.p").write_bytes(pickle.dumps(["u1", "u2", "u3"]))
     (tmp_path / "yelp_edges.p").write_bytes(pickle.dumps({("u1", "u2"), ("u3", "u1")}))
-    corpus = read_release(tmp_path, "yelp", directed=True)
+    corpus = read_release(tmp_path, "yelp", directed=True, allow_pickle=True)
     assert corpus.periods == ["2010", "2011", "2012"] and corpus.docs["time"].to_list() == [0, 2, 1, 2]
     assert corpus.docs["split"].to_list() == ["train", "train", "dev", "test"]
     assert corpus.docs["label"].to_list() == [1, 0, 1, 0] and corpus.docs["text"][0] == "good food"
     assert sorted(corpus.edges) == [(0, 1), (2, 0)]
     (tmp_path / "yelp_edges.p").write_bytes(pickle.dumps({("u1", "u9")}))
     with pytest.raises(InputError, match="yelp_edges.p: record edge 0 .* unknown user 'u9'"):
-        read_release(tmp_path, "yelp")
+        read_release(tmp_path, "yelp", allow_pickle=True)
     (tmp_path / "yelp_users.p").write_bytes(pickle.dumps(["u1", "u2"]))
     with pytest.raises(InputError, match="yelp_test.csv: record line 2: user 'u3' is not in yelp_users.p"):
-        read_release(tmp_path, "yelp")
+        read_release(tmp_path, "yelp", allow_pickle=True)
 
 
 def conversation(a, b, texts, month="05"):

@@ -106,10 +106,10 @@ def test_labels_in_the_csv_and_authors_readers(tmp_path):
     (tmp_path / "ciao_users.p").write_bytes(pickle.dumps(["u1", "u2"]))
     (tmp_path / "ciao_edges.p").write_bytes(pickle.dumps({("u1", "u2")}))
     # no label column: the authors' rating_to_label (1-2 -> 0, 4-5 -> 1; 3 has none)
-    assert read_release(tmp_path, "ciao").docs["label"].to_list() == [1, 0, None, 1]
+    assert read_release(tmp_path, "ciao", allow_pickle=True).docs["label"].to_list() == [1, 0, None, 1]
     write_csv(tmp_path / "ciao_test.csv", header, [("u2", "t", 2010, 1, 1, "ok", 7)])
     with pytest.raises(InputError, match="ciao_test.csv: record line 2: rating '7' is outside 1-5"):
-        read_release(tmp_path, "ciao")
+        read_release(tmp_path, "ciao", allow_pickle=True)
 
 
 def test_a_document_without_a_label_stops_the_sentiment_job(tmp_path):

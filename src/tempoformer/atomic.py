@@ -24,10 +24,10 @@ from typing import Callable, Iterator
 class DiskFull(OSError):
     """No space left (or the quota exhausted) while writing `path`: nothing was left behind."""
 
-    def __init__(self, path, error: OSError):
+    def __init__(self, path, error: OSError, kind: str = "file"):
         quota = error.errno == errno.EDQUOT
         problem = "disk quota exceeded" if quota else "no space left on device"
-        super().__init__(error.errno, f"{problem} while writing {path} (the partial file was removed; "
+        super().__init__(error.errno, f"{problem} while writing {path} (the partial {kind} was removed; "
                                       "free some space and run again)", str(path))
         self.path = str(path)
 
@@ -39,14 +39,14 @@ FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 @contextlib.contextmanager
-def _disk_full_names(path: Path) -> Iterator[None]:
+def _disk_full_names(path: Path, kind: str = "file") -> Iterator[None]:
     try:
         yield
     except DiskFull:
         raise
     except OSError as error:
         if error.errno in FULL:
-            raise DiskFull(path, error) from error
+            raise DiskFull(path, error, kind) from error
         raise
 
 
@@ -93,7 +93,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a fresh temporary folder beside `path`; on success it replaces `path` (an older
     folder of that name is removed), on any error it is removed. Mode 0777 minus the umask."""
     path = Path(path)
-    with _disk_full_names(path):
+    with _disk_full_names(path, "folder"):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
         try:

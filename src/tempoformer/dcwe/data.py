@@ -18,8 +18,9 @@ label) plus the units, the edges between them and the time labels. Readers:
 - `read_csv_corpus`: a generic layout (documents CSV with text, unit, time[, doc_id, split,
   label]; edges CSV with source, target).
 - `read_release`: the authors' layout (`{name}_{split}.csv` with user, time, year, month, day,
-  text[, rating, label]; `{name}_edges.p`; `{name}_users.p`). Pickles run code when loaded:
-  read only files you trust (your own copy of the paper's data). `read_vectors` reads their
+  text[, rating, label]; `{name}_edges.p`; `{name}_users.p`). Pickles run code when loaded, so
+  they are read only with `allow_pickle=True` (the dataset setting `allow_pickle: true`): set it
+  only for files you trust (your own copy of the paper's data). `read_vectors` reads their
   `{name}_vectors_50.txt` node2vec vectors (word2vec text format) in the order of the units.
 - `semantic_change_corpus`: a SemEval-2020 Task 1 corpus (semantic_change.data.load_dataset) as
   a time-only corpus: one document per sentence, one social unit, no edges; its targets and
@@ -424,9 +425,14 @@ def read_csv_corpus(docs: str | os.PathLike, edges: str | os.PathLike | None = N
 # --------------------------------------------------------------------------- the authors' layout
 
 
-def _load_pickle(path: Path):
+def _load_pickle(path: Path, allow_pickle: bool = False):
     if not path.is_file():
         raise InputError(path, "-", "no such file")
+    if not allow_pickle:
+        raise InputError(path, "-", "a Python pickle, which can run any code it holds when it is read; it is "
+                         "read only with the dataset setting allow_pickle: true (dcwe.datasets.<name>."
+                         "allow_pickle; read_release(..., allow_pickle=True)): set it only for a copy of "
+                         "the authors' files that you trust")
     try:
         with open(path, "rb") as handle:
             return pickle.load(handle)  # noqa: S301 - the user's own copy of the authors' data
@@ -435,7 +441,7 @@ def _load_pickle(path: Path):
 
 
 def read_release(directory: str | os.PathLike, name: str, time_unit: str = "year", directed: bool = False,
-                 edge_threshold: float = 0.01) -> DcweCorpus:
+                 edge_threshold: float = 0.01, allow_pickle: bool = False) -> DcweCorpus:
     """The authors' files: {name}_{train,dev,test}.csv, {name}_edges.p, {name}_users.p.
 
     time_unit: 'year' (ArXiv, Ciao, YELP) or 'month' (Reddit; (year, month), so Jan 2020 follows
@@ -443,11 +449,16 @@ def read_release(directory: str | os.PathLike, name: str, time_unit: str = "year
     edge_threshold (the authors' 0.01 for ArXiv and Reddit). The sentiment label is the `label`
     column (0/1) where a row has one, else derived from `rating` as the authors do (1-2 -> 0,
     4-5 -> 1; 3 has none).
+
+    allow_pickle: the users and edges files are Python pickles, and reading a pickle runs any
+    code the file holds (with your permissions). Without allow_pickle=True they are refused
+    (InputError naming the file and the option): set it only for a copy of the authors' files
+    that you trust.
     """
     directory = Path(directory)
     if time_unit not in ("year", "month"):
         raise ValueError(f"time_unit must be year or month, got {time_unit!r}")
-    users = _load_pickle(directory / f"{name}_users.p")
+    users = _load_pickle(directory / f"{name}_users.p", allow_pickle)
     users = [str(u) for u in users]
     index = {u: i for i, u in enumerate(users)}
     rows = []
@@ -473,7 +484,7 @@ def read_release(directory: str | os.PathLike, name: str, time_unit: str = "year
                for path, split, row, key in rows]
     edges_path = directory / f"{name}_edges.p"
     pairs = []
-    for i, edge in enumerate(sorted(_load_pickle(edges_path), key=str)):
+    for i, edge in enumerate(sorted(_load_pickle(edges_path, allow_pickle), key=str)):
         if len(edge) == 3 and float(edge[2]) <= edge_threshold:
             continue
         for end in edge[:2]:
@@ -562,7 +573,8 @@ def load_corpus(spec: dict, name: str) -> DcweCorpus:
                                split_seed, name)
     if fmt == "release":
         return read_release(spec["path"], spec.get("name", name), spec.get("time_unit", "year"),
-                            spec.get("directed", False), spec.get("edge_threshold", 0.01))
+                            spec.get("directed", False), spec.get("edge_threshold", 0.01),
+                            allow_pickle=spec.get("allow_pickle", False) is True)
     if fmt == "semantic_change":
         return semantic_change_corpus(spec["data"], name, split_seed)
     raise ValueError(f"dataset {name}: unknown format {fmt!r} (chitchat, chitchat_rating, csv, release, "
