@@ -184,6 +184,47 @@ def test_future_lm_saved_models_round_trip_without_pickle(tmp_path, monkeypatch)
     assert all(torch.equal(v, loaded.state_dict()[k]) for k, v in model.state_dict().items())
 
 
+def test_dcwe_and_semantic_change_models_round_trip_and_old_files_still_load(tmp_path, monkeypatch):
+    from dataclasses import asdict
+
+    from test_dcwe import make_model
+    from test_semantic_change import tiny_bert
+
+    from tempoformer.dcwe import model as dcwe
+    from tempoformer.semantic_change import model as semantic_change
+    from tempoformer.semantic_change.model import load_tokenizer
+
+    tokenizer = load_tokenizer("minilm")
+    model = make_model(tokenizer, mode="full")  # with its social graph
+    dcwe.save_model(model, tmp_path / "dcwe.pt", {"seed": 1})
+    spec = semantic_change.TemporalSpec(periods=["a", "b"], time="attention", prepend=False)
+    bert_model, tok, _ = semantic_change.build_model("minilm", spec, bert=tiny_bert(), tokenizer=tokenizer)
+    semantic_change.save_model(bert_model, tmp_path / "sc.pt", {"note": (1, 2)})
+    # the same models as the torch.save of before wrote them
+    keep = model.edge_index[0] != model.edge_index[1]
+    torch.save({"spec": asdict(model.spec), "bert_config": model.config.to_dict(),
+                "dynamic_ids": model.dynamic.nonzero().flatten().tolist(),
+                "state_dict": {k: v for k, v in model.state_dict().items() if k not in ("social_input", "edge_index")},
+                "info": {"seed": 1}, "social": model.social_input, "edge_index": model.edge_index[:, keep]},
+               tmp_path / "dcwe_old.pt")
+    torch.save({"spec": asdict(bert_model.spec), "bert_config": bert_model.config.to_dict(),
+                "state_dict": bert_model.state_dict(), "info": {"note": (1, 2)}}, tmp_path / "sc_old.pt")
+
+    for name in ("dcwe.pt", "sc.pt"):
+        safetensors_layout(tmp_path / name)
+    with monkeypatch.context() as patch:
+        no_unpickling(patch)
+        new_dcwe, dcwe_info = dcwe.load_model(tmp_path / "dcwe.pt")
+        new_sc, _, _, sc_info = semantic_change.load_model(tmp_path / "sc.pt", tokenizer=tokenizer)
+    old_dcwe, old_dcwe_info = dcwe.load_model(tmp_path / "dcwe_old.pt")
+    old_sc, _, _, old_sc_info = semantic_change.load_model(tmp_path / "sc_old.pt", tokenizer=tokenizer)
+    assert dcwe_info == old_dcwe_info == {"seed": 1} and sc_info == old_sc_info == {"note": (1, 2)}
+    for original, loaded in ((model, new_dcwe), (model, old_dcwe), (bert_model, new_sc), (bert_model, old_sc)):
+        expected = original.state_dict()
+        assert set(loaded.state_dict()) == set(expected)
+        assert all(torch.equal(v, expected[k]) for k, v in loaded.state_dict().items())
+
+
 # --------------------------------------------------------------------------- training checkpoints
 
 
