@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         status = args.func(args)
-    except (InputError, FileNotFoundError, ValueError) as error:
+    except (InputError, OSError, ValueError) as error:  # OSError: a missing file, a full disk (DiskFull)
         print(f"tempoformer {args.command}: error: {error}", file=sys.stderr)
         return 1
     return status if type(status) is int else 0  # a subcommand may return its exit status
