@@ -77,6 +77,15 @@ def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
     assert (tables / "future_lm_human_eval_sheet.csv").read_text().startswith("item,year,text,topic_clear_correct")
     counts = json.loads((tmp_path / "results" / "future_lm" / "acl_sample" / "corpus_counts.json").read_text())
     assert counts["used_per_split"]["test"] == 6
+    # what the numbers were made with (future_lm/numerics.py): the pinned kernels, the config's threads
+    metrics = json.loads((tmp_path / "results" / "future_lm" / "acl_sample" / "runs" / "baseline" / "seed0"
+                          / "metrics.json").read_text())
+    assert metrics["numerics"]["device"] == "cpu" or metrics["numerics"]["device"].startswith("cuda")
+    if metrics["numerics"]["device"] == "cpu":
+        assert metrics["numerics"]["threads"] == 1 and metrics["numerics"]["cpu_capability"] == "AVX2"
+        assert metrics["numerics"]["kernels"] == {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
+                                                  "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert metrics["train_numerics"] == metrics["pretrain_numerics"] == metrics["numerics"]
     again = snakemake(tmp_path, configfile, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 

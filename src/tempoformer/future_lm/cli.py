@@ -18,6 +18,7 @@ from ..arguments import json_arg as _json
 from ..artefacts import read_json
 from ..atomic import write_text_atomic
 from ..cli_common import job_setup
+from .numerics import numerics, warn_if_unpinned
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ def run_context(corpus: str, counts_path: str, vocab_path: str, output: str, set
     from .tokens import read_vocab
 
     device = job_setup(threads, device, quiet_transformers=False)
+    warn_if_unpinned(threads, device, "future-lm-context")
     c = dict(settings.get("context") or {})
     counts = read_json(counts_path)
     years = context_years(counts, int(settings["max_window"]), bool(settings.get("shortcut", False)))
@@ -126,12 +128,14 @@ def run_pretrain(tokens: str, vocab_path: str, counts_path: str, output: str, se
     from .train import FitSettings, fit
 
     device = job_setup(threads, device, quiet_transformers=False)
+    warn_if_unpinned(threads, device, "future-lm-pretrain")
     vocab = read_vocab(vocab_path)
     _, splits, docs = _split_docs(tokens, counts_path)
     torch.manual_seed(seed)
     lm = build_lm(settings.get("base_model", "scratch"), len(vocab), settings.get("lm"))
     info = {"seed": seed, "base_model": settings.get("base_model", "scratch"),
-            "params": sum(p.numel() for p in lm.parameters()), "vocab_size": len(vocab)}
+            "params": sum(p.numel() for p in lm.parameters()), "vocab_size": len(vocab),
+            "numerics": numerics(device)}
     if settings.get("base_model", "scratch") == "scratch":
         model = TemporalLM(lm, BiasSpec("baseline"))
         fit_settings = FitSettings.from_dict(settings.get("pretrain"))
@@ -166,6 +170,7 @@ def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context
     from .train import FitSettings, fit
 
     device = job_setup(threads, device, quiet_transformers=False)
+    warn_if_unpinned(threads, device, "future-lm-train")
     started = time.perf_counter()
     vocab = read_vocab(vocab_path)
     _, splits, docs = _split_docs(tokens, counts_path)
@@ -175,7 +180,7 @@ def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context
     for point in grid_points(model_cfg):
         spec = BiasSpec.from_dict(point)
         features = _features(freq, context, counts_path, spec.window, shortcut, spec.scaling)
-        lm, _ = load_pretrained_lm(pretrained)
+        lm, pretrained_info = load_pretrained_lm(pretrained)
         torch.manual_seed(seed)
         model = TemporalLM(lm, spec, features)
         train_docs = docs["train"]
@@ -192,7 +197,8 @@ def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context
     info = {"model": name, "seed": seed, "spec": best[1].to_dict(), "best_dev_ppl": best[0], "grid": points,
             "shortcut": shortcut, "train_seconds": time.perf_counter() - started,
             "params": sum(p.numel() for p in best[2].parameters()),
-            "new_params": sum(p.numel() for p in best[2].new_parameters())}
+            "new_params": sum(p.numel() for p in best[2].new_parameters()),
+            "numerics": numerics(device), "pretrain_numerics": pretrained_info.get("numerics")}
     save_model(best[2], output, info)
     _json_dump(Path(output).with_name("train.json"), info)
     log.info("%s seed %d: best dev ppl %.2f (alpha %s, n %s)", name, seed, best[0], best[1].alpha, best[1].n)
@@ -213,6 +219,7 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
     from .tokens import load_stopwords, load_tokenizer, read_vocab
 
     device = job_setup(threads, device, quiet_transformers=False)
+    warn_if_unpinned(threads, device, "future-lm-evaluate")
     started = time.perf_counter()
     vocab = read_vocab(vocab_path)
     shortcut = bool(settings.get("shortcut", False))
@@ -268,7 +275,9 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
                "params": info["params"], "new_params": info["new_params"], "train_seconds": info["train_seconds"],
                "evaluate_seconds": time.perf_counter() - started, "shortcut": info["shortcut"],
                "frequency_input": frequency_input,
-               "evaluated_scaling": evaluation_scaling(BiasSpec.from_dict(info["spec"]), frequency_input)}
+               "evaluated_scaling": evaluation_scaling(BiasSpec.from_dict(info["spec"]), frequency_input),
+               "numerics": numerics(device), "train_numerics": info.get("numerics"),
+               "pretrain_numerics": info.get("pretrain_numerics")}
     _json_dump(out / "metrics.json", metrics)
     return metrics
 
@@ -282,6 +291,7 @@ def run_unigram(tokens: str, vocab_path: str, counts_path: str, freq: str, model
     from .unigram import evaluate_predictors
 
     device = job_setup(threads, device, quiet_transformers=False)
+    warn_if_unpinned(threads, device, "future-lm-unigram")
     vocab = read_vocab(vocab_path)
     model, info = load_model(model_path, None)
     model.to(device)
@@ -295,15 +305,18 @@ def run_unigram(tokens: str, vocab_path: str, counts_path: str, freq: str, model
                                   u.get("betas", [0.0, 0.25, 0.5, 1.0]), u.get("trend_years"),
                                   ev.get("stride"), int(ev.get("batch_size", 8)), device)
     out = {"base": info["model"], "seed": info["seed"], "years": {"dev": splits.dev, "test": splits.test,
-           **{f"future_{y}": y for y in splits.future}}, "predictors": results}
+           **{f"future_{y}": y for y in splits.future}}, "predictors": results,
+           "numerics": numerics(device), "train_numerics": info.get("numerics")}
     _json_dump(output, out)
     return out
 
 
 def run_tables(counts: str, corpus: str, metrics: list[str], unigram: list[str], out_dir: str, figures_dir: str,
                settings: dict) -> dict:
+    from .numerics import check_numerics
     from .tables import write_all
 
+    check_numerics([read_json(m) for m in metrics])
     return write_all(counts, corpus, metrics, unigram, out_dir, figures_dir, settings)
 
 
