@@ -17,6 +17,7 @@ PACKAGE = os.path.join(workflow.basedir, "src", "tempoformer")
 CONDA_ENV = "../../envs/tempoformer.yaml"
 # Numeric jobs start through `env` with these variables: the same kernels (and so the same
 # numbers) on every x86-64 CPU with AVX2 (README, "What matches across machines").
+from tempoformer import artefacts
 from tempoformer.fingerprint import RunFingerprints, content_digest, settings_digest
 from tempoformer.models.registry import MODEL_TYPES, validate_params
 
@@ -121,8 +122,11 @@ def recorded_fingerprint(run):
 def run_status(dataset, model, window, fold, seed):
     """"current" (its recorded fingerprint is today's and its predictions exist), "stale" (made
     from other code, settings or data, or its predictions lost) or "unfinished" (no recorded
-    fingerprint: not run, or made before fingerprints)."""
+    fingerprint: not run, or made before fingerprints; or its metrics.json or predictions.parquet
+    found damaged and set aside while this DAG is built)."""
     run = run_dir(dataset, model, window, fold, seed)
+    if set_aside_damaged(f"{run}/metrics.json", f"{run}/predictions.parquet"):
+        return "unfinished"
     recorded = recorded_fingerprint(run)
     if recorded is None:
         return "unfinished"
@@ -138,15 +142,49 @@ def runs_due():
     Snakemake does not remake a missing intermediate file whose consumer is up to date: with
     the committed tables newer than every input, a run added to the config (a fold, a seed) or
     made stale by a changed setting would never be planned through the aggregate rule alone.
-    So `all` names them: a missing run's metrics.json, a stale run's marker (train_inputs)."""
+    So `all` names them: a missing run's metrics.json, a stale run's marker (train_inputs), the
+    record of a run whose metrics.json or predictions.parquet was damaged (set aside: it retrains),
+    and a dataset's intermediate set aside as damaged (posts, folds, streams, embeddings), which
+    is made again whether or not a run needs it now."""
     due = []
     for run in configured_runs():
         folder = run_dir(*run)
-        if run_status(*run) == "stale":
+        status = run_status(*run)
+        if status == "stale":
             due.append(f"{folder}/.stale")
         elif not os.path.exists(f"{folder}/metrics.json"):
             due.append(f"{folder}/metrics.json")
+        elif status == "unfinished" and not os.path.exists(f"{folder}/predictions.parquet"):
+            due.append(f"{folder}/predictions.parquet")
+    due += [path for dataset in DATASETS for path in dataset_intermediates(dataset) if artefacts.was_set_aside(path)]
     return due
+
+
+# Damaged artefacts (src/tempoformer/artefacts.py): a truncated or garbled Parquet, JSON or .npy
+# file that a job wrote would pass for up to date, and the next job reading it would fail, again
+# at every try. So while the DAG is built, each one the DAG relies on is checked (cheaply: a
+# Parquet footer, a JSON parse, an .npy header and size; once per file) and a damaged one is
+# renamed to <file>.damaged with a warning, so that Snakemake plans the job that makes it.
+# Only the main Snakemake process does so: a job's own process (a cluster job) leaves files alone.
+def set_aside_damaged(*paths):
+    """Whether any of `paths` is damaged (each damaged one is set aside, now or earlier in this
+    DAG build)."""
+    if not workflow.is_main_process:
+        return False
+    return any([artefacts.set_aside_if_damaged(path) is not None for path in paths])
+
+
+def dataset_intermediates(dataset):
+    """The files the jobs make of a dataset's posts and later jobs read."""
+    windows = sorted({int(window) for d, model, window, *_ in configured_runs()
+                      if d == dataset and model_spec(model).needs_window})
+    names = ["posts.parquet", "folds.parquet", "sbert.npy", "diversity.json"]
+    return [f"{RESULTS}/{dataset}/{name}" for name in names + [f"streams_w{w}.parquet" for w in windows]]
+
+
+# Before any job is planned: the rules that read these name them as plain inputs.
+for _dataset in DATASETS:
+    set_aside_damaged(*dataset_intermediates(_dataset))
 
 
 # ingest stage
@@ -174,9 +212,13 @@ def train_inputs(w):
     if spec.needs_embeddings:
         inputs["embeddings"] = f"{RESULTS}/{w.dataset}/sbert.npy"
     status = run_status(w.dataset, w.model, w.window, w.fold, w.seed)
+    set_aside_damaged(*inputs.values())
     if status == "current":
-        # Up to date by content: the inputs' dates do not matter, nor whether they exist.
-        return {name: ancient(path) for name, path in inputs.items() if os.path.exists(path)}
+        # Up to date by content: the inputs' dates do not matter, nor whether they exist. One set
+        # aside as damaged stays (it is made again, runs_due): the job keeps its inputs, and
+        # Snakemake reruns it, as for any input remade under it.
+        return {name: ancient(path) for name, path in inputs.items()
+                if os.path.exists(path) or artefacts.was_set_aside(path)}
     if status == "stale":
         # Made from other code, settings or data: rerun, also where Snakemake's own record of
         # the run is missing (a fresh clone) and file dates would not tell.

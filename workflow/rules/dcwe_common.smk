@@ -172,3 +172,23 @@ def dc_compared_sc_metrics():
 
 
 DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid")
+
+
+def dc_intermediates(name):
+    """The Parquet, JSON and .npy files the stage's jobs write and later jobs read."""
+    files = [f"{dc_data_dir(name)}/corpus.json", f"{dc_data_dir(name)}/docs.parquet", dc_vectors_path(name)]
+    for variant in dc_variants(name):
+        for seed in DC_SEEDS:
+            for point in dc_points(name, variant, "training"):
+                files += [f"{dc_run_dir(name, variant, seed, point)}/{f}" for f in ("metrics.json", "losses.parquet")]
+    for variant in dc_sentiment_variants(name):
+        for seed in DC_SEEDS:
+            for point in dc_points(name, variant, "sentiment"):
+                files += [f"{dc_sentiment_dir(name, variant, seed, point)}/{f}" for f in ("metrics.json", "predictions.parquet")]
+    return files
+
+
+# Damaged intermediates (common.smk, set_aside_damaged): set aside before any job is planned, so
+# the job that writes one runs again when a job that reads it runs.
+for _name in DC_DATASETS:
+    set_aside_damaged(*dc_intermediates(_name))

@@ -115,3 +115,19 @@ def fl_tables(name):
 
 def fl_figures(name):
     return [f"{FIGURES}/{name}/future_lm_{f}.png" for f in ("figure3", "figure1b", "ppl_by_year")]
+
+
+def fl_intermediates(name):
+    """The Parquet, JSON and .npz files the stage's jobs write and later jobs read."""
+    d = fl_dir(name)
+    files = [f"{d}/{f}" for f in ("corpus.parquet", "corpus_counts.json", "tokens.parquet", "vocab.json",
+                                  "frequency.npz", "context.npz")]
+    files += [f"{fl_run_dir(name, m, s)}/{f}" for m in fl_models(name) for s in FL_SEEDS
+              for f in ("train.json", "scores.parquet", "metrics.json")]
+    return files + fl_unigram_outputs(name)
+
+
+# Damaged intermediates (common.smk, set_aside_damaged): set aside before any job is planned, so
+# the job that writes one runs again when a job that reads it runs.
+for _name in FL_DATASETS:
+    set_aside_damaged(*fl_intermediates(_name))

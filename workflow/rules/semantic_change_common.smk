@@ -88,3 +88,8 @@ def sc_score_inputs(w):
     if SC_METHOD_SPECS[w.sc_method]["train"]:
         inputs["model"] = f"{sc_run_dir(w.sc_dataset, w.sc_method, w.seed)}/model.pt"
     return inputs
+
+
+# Damaged run records (common.smk, set_aside_damaged): a truncated or garbled metrics.json is set
+# aside before any job is planned, so the job that writes it runs again when the tables read it.
+set_aside_damaged(*sc_all_metrics())
