@@ -13,7 +13,7 @@ PINNED = {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA
 
 def _numerics(threads=1, **kernels):
     return {"device": "cpu", "torch": "2.x", "threads": threads, "cpu_capability": "AVX2",
-            "kernels": {**PINNED, **kernels}}
+            "kernels": {**PINNED, **kernels}, "thread_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}}
 
 
 def test_the_kernel_variables_are_the_workflows():
@@ -26,25 +26,35 @@ def test_a_job_with_the_kernel_variables_runs_torch_on_them():
     # the variables must reach torch before it loads: numerics() reads what torch actually uses
     code = ("import json, torch; from tempoformer.future_lm.numerics import numerics; torch.set_num_threads(1);"
             "print(json.dumps(numerics('cpu')))")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **PINNED}, capture_output=True, text=True,
-                         check=True).stdout
+    env = {**os.environ, **PINNED, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     import json
 
     recorded = json.loads(out)
     assert recorded["cpu_capability"] == "AVX2" and recorded["kernels"] == PINNED and recorded["threads"] == 1
+    assert recorded["thread_vars"] == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def test_unpinned_kernels_or_threads_are_said_in_the_log(monkeypatch, caplog):
+    import torch
+
     caplog.set_level(logging.WARNING, logger="tempoformer.future_lm.numerics")
     for key, value in PINNED.items():
         monkeypatch.setenv(key, value)
-    warn_if_unpinned(1, "cpu", "future-lm-train")
+    threads = torch.get_num_threads()
+    monkeypatch.setenv("MKL_NUM_THREADS", str(threads))
+    warn_if_unpinned(threads, "cpu", "future-lm-train")
     assert not caplog.records
     warn_if_unpinned(None, "cpu", "future-lm-train")
     assert "no --threads" in caplog.text
     caplog.clear()
+    monkeypatch.setenv("MKL_NUM_THREADS", str(threads + 1))  # Snakemake's count, not torch's
+    warn_if_unpinned(threads, "cpu", "future-lm-train")
+    assert f"MKL_NUM_THREADS is {threads + 1}, torch has {threads} threads" in caplog.text
+    caplog.clear()
+    monkeypatch.setenv("MKL_NUM_THREADS", str(threads))
     monkeypatch.delenv("ATEN_CPU_CAPABILITY")
-    warn_if_unpinned(1, "cpu", "future-lm-evaluate")
+    warn_if_unpinned(threads, "cpu", "future-lm-evaluate")
     assert "future-lm-evaluate: ATEN_CPU_CAPABILITY not set" in caplog.text
     caplog.clear()
     warn_if_unpinned(None, "cuda", "future-lm-train")  # a GPU run: no CPU kernels to pin

@@ -85,6 +85,7 @@ def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
         assert metrics["numerics"]["threads"] == 1 and metrics["numerics"]["cpu_capability"] == "AVX2"
         assert metrics["numerics"]["kernels"] == {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
                                                   "ONEDNN_MAX_CPU_ISA": "AVX2"}
+        assert metrics["numerics"]["thread_vars"] == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     assert metrics["train_numerics"] == metrics["pretrain_numerics"] == metrics["numerics"]
     again = snakemake(tmp_path, configfile, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
@@ -94,7 +95,7 @@ def test_numeric_future_lm_jobs_get_portable_kernels_and_the_configured_threads(
     # The numbers of every torch job depend on its kernels and its thread count (README, "What
     # matches across machines"): on this machine `threads: 2` with `portable_kernels: false`
     # turned Context²'s sign test against the Baseline from 21/19 into 17/23. Snakemake scales a
-    # rule's `threads` down to --cores, so torch must get the config's count, not {threads}.
+    # rule's `threads` down to --cores, so torch (and MKL) must get the config's count, not {threads}.
     numeric = ("context", "pretrain", "train", "evaluate", "unigram")
     fl = default_future_lm()
     fl["threads"] = 2
@@ -105,6 +106,9 @@ def test_numeric_future_lm_jobs_get_portable_kernels_and_the_configured_threads(
         lines = [line for line in result.stdout.splitlines() if " tempoformer future-lm-" in line]
         jobs = [line for line in lines if any(f" tempoformer future-lm-{n} " in line for n in numeric)]
         assert len(jobs) == 15, lines
-        env = "exec env MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 tempoformer" if portable \
-            else "exec env  tempoformer"
+        # Snakemake exports OMP_NUM_THREADS and MKL_NUM_THREADS = its scaled count; MKL's thread count
+        # changes the numbers too (context.npz with MKL_NUM_THREADS=1 and 2 torch threads differed)
+        threads = "OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 tempoformer"
+        env = f"exec env MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 {threads}" if portable \
+            else f"exec env  {threads}"
         assert all(env in line and " --threads 2 " in line for line in jobs), (cores, portable, jobs)

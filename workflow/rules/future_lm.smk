@@ -96,7 +96,8 @@ rule future_lm_context:
         f"{FL_RESULTS}/{{fl_dataset}}/context.npz",
     params:
         kernels=KERNELS,
-        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        # torch's threads, and MKL's and OpenMP's (which Snakemake sets to its count, scaled to --cores):
+        # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
         settings=lambda w: json.dumps({"tokenizer": fl_section(w.fl_dataset, "tokenizer") or "minilm",
                                        "max_window": fl_max_window(w.fl_dataset),
@@ -114,7 +115,7 @@ rule future_lm_context:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/context.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-context --corpus {input.corpus:q} --counts {input.counts:q}"
+        "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-context --corpus {input.corpus:q} --counts {input.counts:q}"
         " --vocab {input.vocab:q} --settings {params.settings:q} --threads {params.torch_threads} {params.device}"
         " --output {output:q} 2> {log:q}"
 
@@ -130,7 +131,8 @@ rule future_lm_pretrain:
         f"{FL_RESULTS}/{{fl_dataset}}/pretrained.pt",
     params:
         kernels=KERNELS,
-        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        # torch's threads, and MKL's and OpenMP's (which Snakemake sets to its count, scaled to --cores):
+        # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
         settings=lambda w: fl_settings(w.fl_dataset, "base_model", "lm", "pretrain"),
         seed=lambda w: fl_section(w.fl_dataset, "pretrain_seed") or 0,
@@ -149,7 +151,7 @@ rule future_lm_pretrain:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/pretrain.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-pretrain --tokens {input.tokens:q} --vocab {input.vocab:q}"
+        "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-pretrain --tokens {input.tokens:q} --vocab {input.vocab:q}"
         " --counts {input.counts:q} --settings {params.settings:q} --seed {params.seed} --threads {params.torch_threads}"
         " {params.device} --output {output:q} 2> {log:q}"
 
@@ -165,7 +167,8 @@ rule future_lm_train:
         info=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/train.json",
     params:
         kernels=KERNELS,
-        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        # torch's threads, and MKL's and OpenMP's (which Snakemake sets to its count, scaled to --cores):
+        # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
         model=fl_model_entry,
         settings=lambda w: fl_settings(w.fl_dataset, "finetune", "shortcut"),
@@ -182,7 +185,7 @@ rule future_lm_train:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/train_{{fl_model}}_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-train --tokens {input.tokens:q} --vocab {input.vocab:q}"
+        "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-train --tokens {input.tokens:q} --vocab {input.vocab:q}"
         " --counts {input.counts:q} --frequency {input.frequency:q} {params.context} --pretrained {input.pretrained:q}"
         " --name {wildcards.fl_model:q} --model {params.model:q} --settings {params.settings:q}"
         " --seed {wildcards.seed:q} --threads {params.torch_threads} {params.device} --output {output.model:q} 2> {log:q}"
@@ -201,7 +204,8 @@ rule future_lm_evaluate:
         metrics=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/metrics.json",
     params:
         kernels=KERNELS,
-        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        # torch's threads, and MKL's and OpenMP's (which Snakemake sets to its count, scaled to --cores):
+        # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
         settings=lambda w: fl_settings(w.fl_dataset, "tokenizer", "stopwords", "shortcut", "evaluation", "generation"),
         context=lambda w, input: flag("context", input.context) if "context" in input.keys() else "",
@@ -218,7 +222,7 @@ rule future_lm_evaluate:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/evaluate_{{fl_model}}_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-evaluate --tokens {input.tokens:q} --corpus {input.corpus:q}"
+        "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-evaluate --tokens {input.tokens:q} --corpus {input.corpus:q}"
         " --vocab {input.vocab:q} --counts {input.counts:q} --frequency {input.frequency:q} {params.context}"
         " --model {input.model:q} --name {wildcards.fl_model:q} --settings {params.settings:q} --seed {wildcards.seed:q}"
         " --threads {params.torch_threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
@@ -237,7 +241,8 @@ rule future_lm_unigram:
         f"{FL_RESULTS}/{{fl_dataset}}/unigram/seed{{seed}}.json",
     params:
         kernels=KERNELS,
-        # torch's threads: the config's, not Snakemake's count scaled to --cores (the numbers depend on it)
+        # torch's threads, and MKL's and OpenMP's (which Snakemake sets to its count, scaled to --cores):
+        # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
         settings=lambda w: fl_settings(w.fl_dataset, "unigram", "evaluation", "shortcut"),
         device=fl_device(),
@@ -252,7 +257,7 @@ rule future_lm_unigram:
     benchmark:
         f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/unigram_seed{{seed}}.tsv"
     shell:
-        "exec env {params.kernels} tempoformer future-lm-unigram --tokens {input.tokens:q} --vocab {input.vocab:q}"
+        "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-unigram --tokens {input.tokens:q} --vocab {input.vocab:q}"
         " --counts {input.counts:q} --frequency {input.frequency:q} --model {input.model:q}"
         " --settings {params.settings:q} --threads {params.torch_threads} {params.device} --output {output:q} 2> {log:q}"
 

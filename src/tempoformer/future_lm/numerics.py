@@ -14,9 +14,14 @@ differences of ~5e-6 nats per token, far below that drift), so its sign test aga
 Baseline counts rounding: 21/19 with the workflow's settings, 20/20, 21/19 and 17/23 under the
 three changes above.
 
+The thread count is torch's and MKL's: Snakemake exports MKL_NUM_THREADS (and OMP_NUM_THREADS)
+as its own count, scaled down to --cores, and with `future_lm.threads: 2` under `--cores 1` the
+context job (2 torch threads, MKL_NUM_THREADS=1) wrote another context.npz than under `--cores 2`;
+the rules set both variables and --threads to `future_lm.threads`.
+
 `numerics(device)` is recorded in pretrained.pt's info, train.json, metrics.json and the unigram
-output; `warn_if_unpinned` says in the job's log when a job runs without the pinned kernels or
-with torch's default thread count; the tables job warns when its runs were made under different
+output; `warn_if_unpinned` says in the job's log when a job runs without the pinned kernels,
+with torch's default thread count or with MKL on another thread count than torch; the tables job warns when its runs were made under different
 numerics (check_numerics).
 """
 
@@ -29,15 +34,20 @@ log = logging.getLogger(__name__)
 
 # the variables of portable_kernels (tempoformer.fingerprint.KERNEL_SETTINGS)
 KERNEL_VARS = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+# Snakemake exports these as the job's thread count scaled down to --cores; MKL's is not torch's:
+# MKL_NUM_THREADS=1 under 2 torch threads gave another context.npz than 2 (the rules set both to
+# future_lm.threads)
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def numerics(device: str) -> dict:
-    """The device, torch version, torch threads, ATen's kernel level and the kernel variables."""
+    """The device, torch version, torch threads, ATen's kernel level, the kernel and thread variables."""
     import torch
 
     return {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "kernels": {k: os.environ.get(k) for k in KERNEL_VARS}}
+            "kernels": {k: os.environ.get(k) for k in KERNEL_VARS},
+            "thread_vars": {k: os.environ.get(k) for k in THREAD_VARS}}
 
 
 def warn_if_unpinned(threads: int | None, device: str, job: str) -> None:
@@ -49,11 +59,15 @@ def warn_if_unpinned(threads: int | None, device: str, job: str) -> None:
         log.warning("%s: %s not set, so MKL/ATen/oneDNN use this CPU's fastest kernels: the numbers match "
                     "only runs with the same kernels (the workflow's portable_kernels sets %s)",
                     job, ", ".join(missing), " ".join(KERNEL_VARS))
-    if not threads:
-        import torch
+    import torch
 
+    if not threads:
         log.warning("%s: no --threads: torch's default of %d threads on this machine; the numbers depend on "
                     "the thread count (the workflow passes future_lm.threads)", job, torch.get_num_threads())
+    if os.environ.get("MKL_NUM_THREADS") != str(torch.get_num_threads()):
+        log.warning("%s: MKL_NUM_THREADS is %s, torch has %d threads: MKL's thread count changes the numbers "
+                    "too (the workflow sets it to future_lm.threads)", job, os.environ.get("MKL_NUM_THREADS"),
+                    torch.get_num_threads())
 
 
 def check_numerics(runs: list[dict]) -> list[dict]:
