@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from tempoformer.reporting.render import Table
-from tempoformer.reporting.significance import macro_f1, paired_bootstrap
+from tempoformer.reporting.significance import Bootstrap, macro_f1, paired_bootstrap
 from tempoformer.reporting.aggregate import aggregate
 from tempoformer.reporting.tables import Dataset
 
@@ -19,7 +19,9 @@ def write_run(root, fold, seed, gold, pred, scores, dev=0.5, model="random", win
         "test": scores, "dev_macro": dev,
     }))
     rows = list(range(100 * fold, 100 * fold + len(gold))) if rows is None else rows  # folds apart
-    pl.DataFrame({"row": rows, "gold": gold, "pred": pred}).write_parquet(d / "predictions.parquet")
+    # a timeline of two posts, as the test posts of a fold come in whole timelines
+    pl.DataFrame({"row": rows, "timeline_id": [f"t{r // 2}" for r in rows], "gold": gold, "pred": pred}
+                 ).write_parquet(d / "predictions.parquet")
     return d / "metrics.json"
 
 
@@ -149,7 +151,7 @@ def test_significance_in_table2(tmp_path):
                                    dev=0.6, model="ffn_history", window=5))
             paths.append(write_run(tmp_path, fold, seed, gold, gold, {"A": 1, "B": 1, "macro": 1},
                                    dev=0.1, model="random", window=1))  # better on test, worse on dev
-    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=200)
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", bootstrap=Bootstrap(200))
     table = (tmp_path / "tables" / "table2.md").read_text()
     assert re.search(r"toy: TempoFormer w5 vs FFN History w5 \(folds 0, 1; seeds 0, 1\), "
                      r"difference \+50\.0 points, p = 0\.000", table)
@@ -170,7 +172,7 @@ def test_significance_on_the_runs_both_models_have(tmp_path):
             pred = gold if fold == 0 else wrong
             paths.append(write_run(tmp_path, fold, seed, gold, pred, {"A": 1, "B": 1, "macro": 1},
                                    dev=0.6, model="ffn_history", window=5))
-    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=50)
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", bootstrap=Bootstrap(50))
     table = (tmp_path / "tables" / "table2.md").read_text()
     assert re.search(r"TempoFormer w5 vs FFN History w5 \(folds 0; seeds 0\), difference \+0\.0 points, "
                      r"p = 0\.500", table)
@@ -189,7 +191,7 @@ def test_variants_tested_against_the_full_model(tmp_path):
             paths.append(write_run(tmp_path, fold, seed, gold, wrong, half, dev=0.6,
                                    model="tempoformer_no_rope", window=20))
     paths.append(write_run(tmp_path, 0, 0, gold, gold, perfect, dev=0.9, model="robert", window=20))
-    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=200)
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", bootstrap=Bootstrap(200))
     table3 = (tmp_path / "tables" / "table3.md").read_text()
     assert re.search(r"toy: -RoPE MHA w20 \(folds 0, 1; seeds 0, 1\), TempoFormer \+50\.0 points, "
                      r"p = 0\.000", table3)
@@ -217,7 +219,7 @@ def test_bootstrap_takes_the_largest_block_of_shared_runs(tmp_path):
         paths.append(write_run(tmp_path, fold, 0, gold, wrong if fold == 2 else gold, zero if fold == 2 else perfect,
                                dev=0.6, model="robert", window=20))
     paths.append(write_run(tmp_path, 0, 1, gold, gold, perfect, dev=0.6, model="robert", window=20))
-    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", resamples=200)
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", bootstrap=Bootstrap(200))
     table4 = (tmp_path / "tables" / "table4.md").read_text()
     # pooled over folds 0-2: RoBERT right on 40 of 60 posts, 20 of each class → macro 2/3
     assert re.search(r"toy: RoBERT w20 \(folds 0, 1, 2; seeds 0\), TempoFormer \+33\.3 points, "
@@ -314,7 +316,7 @@ def test_coverage_counts_the_runs_left_and_tests_each_variant(tmp_path):
             paths.append(write_run(tmp_path, fold, seed, gold, gold, perfect, dev=0.9, model="tempoformer", window=20))
     for fold in range(5):
         paths.append(write_run(tmp_path, fold, 0, gold, wrong, half, dev=0.6, model="tempoformer_no_rope", window=20))
-    aggregate(paths, [Dataset("toy", ["A", "B"], "LRS")], tmp_path / "tables", resamples=200)
+    aggregate(paths, [Dataset("toy", ["A", "B"], "LRS")], tmp_path / "tables", bootstrap=Bootstrap(200))
     md = (tmp_path / "tables" / "coverage.md").read_text()
     assert markdown_row(md, ["toy", "TempoFormer"]) == [
         "toy", "TempoFormer", "yes", "0, 1, 12 (folds 0-1)", "8 (seed 12: folds 2-4; seed 123: all folds)",
@@ -357,3 +359,32 @@ def test_timeline_bootstrap_keeps_each_timelines_posts_together():
     assert posts["p_value"] < 0.001 and posts["unit"] == "post" and posts["units"] == 200
     assert 0.22 < timelines["p_value"] < 0.28 and timelines["unit"] == "timeline" and timelines["units"] == 2
     assert timelines["difference"] == posts["difference"]  # the observed difference is the same
+
+
+def test_table2_bootstrap_draws_timelines_by_default_and_posts_on_request(tmp_path):
+    """The hand-built case above as two folds' runs: the tables' test is the timeline bootstrap
+    unless the post bootstrap is asked for, and the note says which."""
+    gold = list(np.tile(["A", "B"], 50))
+    rows = {0: list(range(0, 100)), 1: list(range(100, 200))}  # write_run: timeline = row // 2
+    ours = {0: gold, 1: [("B" if g == "A" else "A") if i < 10 else g for i, g in enumerate(gold)]}
+    theirs = {0: [("B" if g == "A" else "A") if i < 40 else g for i, g in enumerate(gold)], 1: gold}
+    paths = []
+    for fold in (0, 1):
+        paths.append(write_run(tmp_path, fold, 0, gold, ours[fold], {"A": 1, "B": 1, "macro": 1}, dev=0.9,
+                               model="tempoformer", window=5, rows=rows[fold]))
+        paths.append(write_run(tmp_path, fold, 0, gold, theirs[fold], {"A": 1, "B": 1, "macro": 1}, dev=0.6,
+                               model="ffn_history", window=5, rows=rows[fold]))
+    p = {}
+    for unit in ("timeline", "post"):
+        out = tmp_path / unit
+        aggregate(paths, [Dataset("toy", ["A", "B"])], out, bootstrap=Bootstrap(500, unit=unit))
+        note = (out / "table2.md").read_text()
+        assert ("500 resamples of whole test timelines (each keeping all its posts) (seed 0)" in note) == (unit == "timeline")
+        assert ("500 resamples of single test posts (seed 0)" in note) == (unit == "post")
+        p[unit] = pl.read_csv(out / "table2.csv").filter(pl.col("p_value").is_not_null())["p_value"][0]
+    # the same draws as paired_bootstrap given the same timeline ids (100 timelines of 2 posts)
+    gold_codes = np.array([0 if g == "A" else 1 for g in gold * 2])
+    code = lambda preds: np.array([[0 if x == "A" else 1 for x in preds[0] + preds[1]]])  # noqa: E731
+    timelines = np.array([f"t{r // 2}" for r in rows[0] + rows[1]])
+    assert p["timeline"] == paired_bootstrap(gold_codes, code(ours), code(theirs), 2, 500, 0, timelines)["p_value"]
+    assert p["post"] == paired_bootstrap(gold_codes, code(ours), code(theirs), 2, 500, 0)["p_value"]

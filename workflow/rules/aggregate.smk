@@ -29,6 +29,7 @@ rule aggregate:
                              for name, spec in DATASETS.items()}, sort_keys=True),
         resamples=BOOTSTRAP["resamples"],
         seed=BOOTSTRAP["seed"],
+        unit=BOOTSTRAP["unit"],
         tables=lambda w, output: os.path.dirname(output.table2_md),
         figures=lambda w, output: os.path.dirname(output.figure3),
     resources:
@@ -41,7 +42,7 @@ rule aggregate:
         f"{RESULTS}/benchmarks/aggregate.tsv"
     shell:
         "exec tempoformer aggregate --metrics {input.metrics:q} --datasets {params.datasets:q}"
-        " --resamples {params.resamples} --bootstrap-seed {params.seed}"
+        " --resamples {params.resamples} --bootstrap-seed {params.seed} --bootstrap-unit {params.unit:q}"
         " --out-dir {params.tables:q} --figures-dir {params.figures:q} 2> {log:q}"
 
 

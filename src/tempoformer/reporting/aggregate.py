@@ -13,6 +13,7 @@ import polars as pl
 
 from .coverage import coverage_table
 from .render import write_table
+from .significance import Bootstrap
 from .tables import (POOLED, Dataset, best_baseline_test, load_runs, results_table, row_label, summarise,
                      variant_tests)
 
@@ -22,31 +23,29 @@ def _runs_tested(test: dict) -> str:
             f"seeds {', '.join(map(str, test['seeds_tested']))}")
 
 
-def _significance_note(tests: list[dict]) -> str:
+def _significance_note(tests: list[dict], bootstrap: Bootstrap) -> str:
     if not tests:
         return "Significance: no dataset has both TempoFormer and a baseline run, so no test."
-    first = tests[0]
     results = "; ".join(
         f"{t['dataset']}: TempoFormer w{t['window']} vs {row_label(t['baseline'])[1]} w{t['baseline_window']} "
         f"({_runs_tested(t)}), difference {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
     return (f"Significance (beyond the paper): paired bootstrap of TempoFormer against the baseline with "
-            f"the best mean dev macro-F1, on the folds' pooled test predictions; {first['resamples']} "
-            f"resamples of the test posts (seed {first['seed']}), the same resample for every seed, "
+            f"the best mean dev macro-F1, on the folds' pooled test predictions; {bootstrap.describe()}, "
+            "the same resample for every seed, "
             "comparing macro-F1 averaged over the seeds both ran; p = share of resamples in which "
             f"TempoFormer is not better (ties count half). {results}.")
 
 
-def _variant_note(tests: list[dict]) -> str:
+def _variant_note(tests: list[dict], bootstrap: Bootstrap) -> str:
     if not tests:
         return ("Significance: no TempoFormer variant of this table has runs that the full "
                 "TempoFormer also has at its window, so no test.")
-    first = tests[0]
     results = "; ".join(
         f"{t['dataset']}: {row_label(t['model'])[1]} w{t['window']} ({_runs_tested(t)}), TempoFormer {100 * t['difference']:+.1f} points, p = {t['p_value']:.3f}" for t in tests)
     return (f"Significance (beyond the paper): paired bootstrap of the full TempoFormer against each "
             f"variant at the variant's window, on the folds' pooled test predictions of the (fold, seed) "
             f"runs both have (the seeds x folds block with the most runs, since every seed must cover "
-            f"the same folds); {first['resamples']} resamples of the test posts (seed {first['seed']}); "
+            f"the same folds); {bootstrap.describe()}; "
             "difference = TempoFormer minus the variant in macro-F1 averaged over the seeds; p = share "
             "of resamples in which TempoFormer is not better (ties count half): a small p says the "
             f"drop is real. {results}.")
@@ -64,7 +63,7 @@ def _with_tests(csv: pl.DataFrame, tests: list[dict]) -> pl.DataFrame:
 
 def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str, list[str]],
               out_dir: str | Path, figures_dir: str | Path | None = None,
-              resamples: int = 1000, seed: int = 0) -> pl.DataFrame:
+              bootstrap: Bootstrap = Bootstrap()) -> pl.DataFrame:
     """Tables 2, 3, 4, 6, 11 and the coverage table (coverage.py) as md, tex, html and csv under
     out_dir, and Figure 3 under figures_dir."""
     if isinstance(datasets, dict):  # {name: labels}: no paper columns
@@ -76,19 +75,19 @@ def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str
     for number in (2, 3, 4, 6, 11):
         table, csv = results_table(number, summary, datasets)
         if number == 2:
-            tests = best_baseline_test(runs, summary, datasets, resamples, seed)
-            table.notes.append(_significance_note(tests))
+            tests = best_baseline_test(runs, summary, datasets, bootstrap)
+            table.notes.append(_significance_note(tests, bootstrap))
             csv = _with_tests(csv, [{"dataset": t["dataset"], "model": "tempoformer", "compared_with": t["baseline"],
                                      "difference": 100 * t["difference"], "p_value": t["p_value"]} for t in tests])
         elif number in (3, 4, 6):
-            tests = variant_tests(runs, summary, datasets, number, resamples, seed)
+            tests = variant_tests(runs, summary, datasets, number, bootstrap)
             variant_results.update({(t["dataset"], t["model"], t["window"]): t for t in tests})
-            table.notes.append(_variant_note(tests))
+            table.notes.append(_variant_note(tests, bootstrap))
             # the row is the variant: its difference to TempoFormer is minus the note's drop
             csv = _with_tests(csv, [{"dataset": t["dataset"], "model": t["model"], "compared_with": "tempoformer",
                                      "difference": -100 * t["difference"], "p_value": t["p_value"]} for t in tests])
         write_table(table, csv, out_dir, f"table{number}")
-    write_table(*coverage_table(runs, summary, datasets, resamples, seed, variant_results), out_dir, "coverage")
+    write_table(*coverage_table(runs, summary, datasets, bootstrap, variant_results), out_dir, "coverage")
     if figures_dir is not None:
         from .figures import figure3
 

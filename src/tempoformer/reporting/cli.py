@@ -13,8 +13,10 @@ def cmd_aggregate(args):
     from .aggregate import aggregate
     from .tables import datasets_from_spec
 
+    from .significance import Bootstrap
+
     aggregate(args.metrics, datasets_from_spec(args.datasets), args.out_dir, args.figures_dir,
-              resamples=args.resamples, seed=args.bootstrap_seed)
+              Bootstrap(args.resamples, args.bootstrap_seed, args.bootstrap_unit))
 
 
 def cmd_table1(args):
@@ -58,6 +60,9 @@ def register(sub) -> None:
     p.add_argument("--figures-dir", help="figures folder (Figure 3); none: no figure")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the significance test")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples")
+    p.add_argument("--bootstrap-unit", choices=("timeline", "post"), default="timeline",
+                   help="what a resample draws: whole timelines, each keeping its posts (posts in a timeline "
+                        "are not independent), or single posts")
     p.set_defaults(func=cmd_aggregate)
 
     p = sub.add_parser("table1", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="dataset statistics (the paper's Table 1)")

@@ -14,6 +14,7 @@ import polars as pl
 
 from . import paper_numbers
 from .render import Table
+from .significance import Bootstrap
 from .tables import PAPER_ROW, POOLED, TABLE_MODELS, VARIANTS, Dataset, mean_std_cell, paired_test, row_label
 
 PAPER_SEEDS = (0, 1, 12, 123)
@@ -81,7 +82,7 @@ def paper_macro(model: str, window: int, dataset: Dataset) -> float | None:
 
 
 def coverage_table(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dataset],
-                   resamples: int = 1000, seed: int = 0, known_tests: dict | None = None) -> tuple[Table, pl.DataFrame]:
+                   bootstrap: Bootstrap = Bootstrap(), known_tests: dict | None = None) -> tuple[Table, pl.DataFrame]:
     """The coverage table (Markdown/LaTeX/HTML) and its CSV, one row per family cell run.
     known_tests: {(dataset, model, window): paired_test result} already made for Tables 3, 4
     and 6 (the same bootstrap, so not run twice)."""
@@ -104,7 +105,7 @@ def coverage_table(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dat
                 test = None
                 if model != "tempoformer":
                     test = known_tests.get((d.name, model, window)) or paired_test(
-                        runs, d, ("tempoformer", window), (model, window), resamples, seed)
+                        runs, d, ("tempoformer", window), (model, window), bootstrap)
                 row = {
                     "dataset": d.name, "model": model, "cell": row_label(model)[1], "window": window,
                     "chosen_on_dev": best[(d.name, model)] == window, "runs": macro["runs"],
@@ -139,7 +140,7 @@ def coverage_table(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dat
         "the variant's Table 3, 4 or 6 number otherwise ('–': none, or no paper column).",
         "Last column: paired bootstrap of the full TempoFormer at the same window against the "
         f"variant, as in Tables 3, 4 and 6, on the seeds x folds block of shared runs with the most "
-        f"runs; {resamples} resamples (seed {seed}); difference in macro-F1 points, TempoFormer "
+        f"runs; {bootstrap.describe()}; difference in macro-F1 points, TempoFormer "
         "minus the variant; p = share of resamples in which TempoFormer is not better.",
         f"Not run: {', '.join(not_run)}." if not_run else "Every family member ran on every dataset.",
     ]

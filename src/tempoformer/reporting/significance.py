@@ -12,7 +12,30 @@ clearly better, 0.5 when the predictions are identical, about 1 when B is clearl
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+UNITS = ("timeline", "post")
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How the tables' significance tests resample: `unit` timeline (default: whole timelines,
+    each keeping its posts) or post (the posts one by one, as before issue 68)."""
+
+    resamples: int = 1000
+    seed: int = 0
+    unit: str = "timeline"
+
+    def __post_init__(self):
+        if self.unit not in UNITS:
+            raise ValueError(f"bootstrap unit {self.unit!r} is not one of {', '.join(UNITS)}")
+
+    def describe(self) -> str:
+        drawn = ("whole test timelines (each keeping all its posts)" if self.unit == "timeline"
+                 else "single test posts")
+        return f"{self.resamples} resamples of {drawn} (seed {self.seed})"
 
 
 def macro_f1(gold: np.ndarray, pred: np.ndarray, n_labels: int, weights: np.ndarray | None = None) -> float:

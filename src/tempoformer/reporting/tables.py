@@ -29,7 +29,7 @@ from ..artefacts import read_json, read_parquet
 from ..training.metrics import f1_scores
 from . import paper_numbers
 from .render import Table
-from .significance import paired_bootstrap
+from .significance import Bootstrap, paired_bootstrap
 
 # Model entry name → (level, row label), in Table 2's row order. A config entry with one of
 # these names lands in the paper's row (LLM entries: type llm with these names).
@@ -129,18 +129,19 @@ def load_runs(metric_paths: list[str | Path]) -> pl.DataFrame:
 
 def pooled_predictions(metric_paths: list[str], labels: list[str]) -> pl.DataFrame:
     """The test predictions of several folds' runs (their predictions.parquet beside each
-    metrics.json) in one frame sorted by post row, labels as integer codes gold/pred."""
+    metrics.json) in one frame sorted by post row, labels as integer codes gold/pred, with each
+    post's timeline (the unit of the timeline bootstrap)."""
     frames = []
     for path in sorted(metric_paths):
         file = Path(path).with_name("predictions.parquet")
         frame = read_parquet(file)
-        missing = {"row", "gold", "pred"} - set(frame.columns)
+        missing = {"row", "timeline_id", "gold", "pred"} - set(frame.columns)
         if missing:
             raise ValueError(f"{file}: missing column(s) {sorted(missing)}")
         unknown = (set(frame["gold"]) | set(frame["pred"])) - set(labels)
         if unknown:
             raise ValueError(f"{file}: labels {sorted(unknown)} are not in {labels}")
-        frames.append(frame.select("row", "gold", "pred"))
+        frames.append(frame.select("row", pl.col("timeline_id").cast(pl.String), "gold", "pred"))
     index = {label: i for i, label in enumerate(labels)}
     pooled = pl.concat(frames).with_columns(pl.col("gold", "pred").replace_strict(index, return_dtype=pl.Int64))
     if pooled["row"].is_duplicated().any():
@@ -329,7 +330,7 @@ def _shared_runs(runs: pl.DataFrame, dataset: str, a: tuple[str, int], b: tuple[
 
 
 def paired_test(runs: pl.DataFrame, dataset: Dataset, a: tuple[str, int], b: tuple[str, int],
-                resamples: int = 1000, seed: int = 0) -> dict | None:
+                bootstrap: Bootstrap = Bootstrap()) -> dict | None:
     """Paired bootstrap of (model, window) `a` against `b` on the folds' pooled test predictions of
     the (fold, seed) runs both have; None when they share none. difference = a - b."""
     seeds, folds = _shared_runs(runs, dataset.name, a, b)
@@ -344,12 +345,13 @@ def paired_test(runs: pl.DataFrame, dataset: Dataset, a: tuple[str, int], b: tup
     result = paired_bootstrap(ours[seeds[0]]["gold"].to_numpy(),
                               np.stack([ours[s]["pred"].to_numpy() for s in seeds]),
                               np.stack([theirs[s]["pred"].to_numpy() for s in seeds]),
-                              len(dataset.labels), resamples, seed)
+                              len(dataset.labels), bootstrap.resamples, bootstrap.seed,
+                              ours[seeds[0]]["timeline_id"].to_numpy() if bootstrap.unit == "timeline" else None)
     return {"seeds_tested": seeds, "folds_tested": folds, **result}
 
 
 def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dataset],
-                       resamples: int = 1000, seed: int = 0) -> list[dict]:
+                       bootstrap: Bootstrap = Bootstrap()) -> list[dict]:
     """Per dataset: paired bootstrap of TempoFormer against the Table 2 baseline with the best
     mean dev macro-F1, each at its best window, on pooled test predictions over the seeds both
     ran. A dataset without TempoFormer or without a baseline gets no test."""
@@ -365,7 +367,7 @@ def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list
             continue
         baseline = others.row(0, named=True)
         result = paired_test(runs, d, ("tempoformer", tempo["window"][0]),
-                             (baseline["model"], baseline["window"]), resamples, seed)
+                             (baseline["model"], baseline["window"]), bootstrap)
         if result is not None:
             tests.append({"dataset": d.name, "window": tempo["window"][0], "baseline": baseline["model"],
                           "baseline_window": baseline["window"], **result})
@@ -373,7 +375,7 @@ def best_baseline_test(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list
 
 
 def variant_tests(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Dataset], number: int,
-                  resamples: int = 1000, seed: int = 0) -> list[dict]:
+                  bootstrap: Bootstrap = Bootstrap()) -> list[dict]:
     """Per dataset and TempoFormer variant of table `number`: paired bootstrap of the full
     TempoFormer against the variant at the variant's window (chosen on dev), on the runs both
     have. difference = TempoFormer - variant: the drop that removing the component costs."""
@@ -385,7 +387,7 @@ def variant_tests(runs: pl.DataFrame, summary: pl.DataFrame, datasets: list[Data
             if chosen.is_empty():
                 continue
             window = chosen["window"][0]
-            result = paired_test(runs, d, ("tempoformer", window), (model, window), resamples, seed)
+            result = paired_test(runs, d, ("tempoformer", window), (model, window), bootstrap)
             if result is not None:
                 tests.append({"dataset": d.name, "model": model, "window": window, **result})
     return tests
