@@ -388,3 +388,24 @@ def test_table2_bootstrap_draws_timelines_by_default_and_posts_on_request(tmp_pa
     timelines = np.array([f"t{r // 2}" for r in rows[0] + rows[1]])
     assert p["timeline"] == paired_bootstrap(gold_codes, code(ours), code(theirs), 2, 500, 0, timelines)["p_value"]
     assert p["post"] == paired_bootstrap(gold_codes, code(ours), code(theirs), 2, 500, 0)["p_value"]
+
+
+def test_rows_name_the_backbone_their_runs_used(tmp_path):
+    """A post-level 'bert' entry and TempoFormer run on MiniLM are never labelled BERT."""
+    from tempoformer.reporting.tables import backbone_label
+
+    assert backbone_label("BERT", "minilm") == "MiniLM-L6 (the paper's BERT row)"
+    assert backbone_label("TempoFormer (BERT)", "minilm") == "TempoFormer (MiniLM-L6)"
+    assert backbone_label("TempoFormer (RoBERTa)", "roberta-base") == "TempoFormer (RoBERTa)"
+    assert backbone_label("BERT", "bert-base-uncased") == "BERT"
+    assert backbone_label("RoBERT", "minilm") == "RoBERT"  # a model's name, not a backbone
+    assert backbone_label("BERT", None) == "BERT"
+    gold = ["A", "B"] * 10
+    paths = [write_run(tmp_path, 0, 0, gold, gold, {"A": 1, "B": 1, "macro": 1}, model=m, window=w)
+             for m, w in (("bert", 1), ("tempoformer", 5))]
+    aggregate(paths, [Dataset("toy", ["A", "B"])], tmp_path / "tables", bootstrap=Bootstrap(20),
+              backbones={"bert": "minilm", "tempoformer": "minilm"})
+    table2, table6 = ((tmp_path / "tables" / f"table{n}.md").read_text() for n in (2, 6))
+    assert "| post | MiniLM-L6 (the paper's BERT row) |" in table2 and "| post | BERT |" not in table2
+    assert "| TempoFormer (MiniLM-L6) |" in table6 and "(BERT) |" not in table6
+    assert "Backbones: BERT, TempoFormer: MiniLM-L6." in table2

@@ -30,6 +30,9 @@ rule aggregate:
         resamples=BOOTSTRAP["resamples"],
         seed=BOOTSTRAP["seed"],
         unit=BOOTSTRAP["unit"],
+        # the backbone each transformer entry's runs used (the models' default: minilm), for the labels
+        backbones=json.dumps({m: MODELS[m]["params"].get("backbone", "minilm") for m in MODELS
+                              if model_spec(m).kind in ("window_transformer", "post_transformer")}, sort_keys=True),
         tables=lambda w, output: os.path.dirname(output.table2_md),
         figures=lambda w, output: os.path.dirname(output.figure3),
     resources:
@@ -43,7 +46,7 @@ rule aggregate:
     shell:
         "exec tempoformer aggregate --metrics {input.metrics:q} --datasets {params.datasets:q}"
         " --resamples {params.resamples} --bootstrap-seed {params.seed} --bootstrap-unit {params.unit:q}"
-        " --out-dir {params.tables:q} --figures-dir {params.figures:q} 2> {log:q}"
+        " --backbones {params.backbones:q} --out-dir {params.tables:q} --figures-dir {params.figures:q} 2> {log:q}"
 
 
 rule table1:

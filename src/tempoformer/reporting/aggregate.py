@@ -63,7 +63,7 @@ def _with_tests(csv: pl.DataFrame, tests: list[dict]) -> pl.DataFrame:
 
 def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str, list[str]],
               out_dir: str | Path, figures_dir: str | Path | None = None,
-              bootstrap: Bootstrap = Bootstrap()) -> pl.DataFrame:
+              bootstrap: Bootstrap = Bootstrap(), backbones: dict[str, str] | None = None) -> pl.DataFrame:
     """Tables 2, 3, 4, 6, 11 and the coverage table (coverage.py) as md, tex, html and csv under
     out_dir, and Figure 3 under figures_dir."""
     if isinstance(datasets, dict):  # {name: labels}: no paper columns
@@ -73,7 +73,7 @@ def aggregate(metric_paths: list[str | Path], datasets: list[Dataset] | dict[str
     summary = summarise(runs, labels)
     variant_results = {}  # (dataset, model, window) → bootstrap, reused by the coverage table
     for number in (2, 3, 4, 6, 11):
-        table, csv = results_table(number, summary, datasets)
+        table, csv = results_table(number, summary, datasets, backbones)
         if number == 2:
             tests = best_baseline_test(runs, summary, datasets, bootstrap)
             table.notes.append(_significance_note(tests, bootstrap))

@@ -16,7 +16,7 @@ def cmd_aggregate(args):
     from .significance import Bootstrap
 
     aggregate(args.metrics, datasets_from_spec(args.datasets), args.out_dir, args.figures_dir,
-              Bootstrap(args.resamples, args.bootstrap_seed, args.bootstrap_unit))
+              Bootstrap(args.resamples, args.bootstrap_seed, args.bootstrap_unit), args.backbones)
 
 
 def cmd_table1(args):
@@ -60,6 +60,9 @@ def register(sub) -> None:
     p.add_argument("--figures-dir", help="figures folder (Figure 3); none: no figure")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the significance test")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples")
+    p.add_argument("--backbones", type=json_arg, default={},
+                   help="model entry -> the backbone its runs used, as JSON (the workflow passes each transformer "
+                        "entry's params.backbone): rows say which, never 'BERT' for another model")
     p.add_argument("--bootstrap-unit", choices=("timeline", "post"), default="timeline",
                    help="what a resample draws: whole timelines, each keeping its posts (posts in a timeline "
                         "are not independent), or single posts")

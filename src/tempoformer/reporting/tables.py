@@ -78,6 +78,11 @@ TITLES = {
     11: "Table 11: TempoFormer test F1 (%) per window size",
 }
 POOLED = "macro (pooled)"
+# Display names of the backbones a config's transformer entries name (`params.backbone`); the
+# paper's are BERT-base (bert-base-uncased) and RoBERTa-base.
+BACKBONE_NAMES = {"minilm": "MiniLM-L6", "bert-base-uncased": "BERT-base", "roberta-base": "RoBERTa-base"}
+# The backbone the paper's label of a row stands for: a row whose run used another says so.
+PAPER_BACKBONE = {"BERT": "BERT-base", "RoBERTa": "RoBERTa-base"}
 STATS_NOTE = (
     "Ours: test F1 (%), mean ± standard deviation over all (fold, seed) runs; "
     f"'{POOLED}' is macro-F1 over the folds' pooled test predictions, mean ± standard deviation "
@@ -204,9 +209,42 @@ def row_label(model: str) -> tuple[str, str]:
     return MODEL_ORDER.get(model, ("stream", model))
 
 
-def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -> tuple[Table, pl.DataFrame]:
+def backbone_label(label: str, backbone: str | None) -> str:
+    """A row's label with the backbone its runs used where the paper's label names another:
+    "BERT" run on MiniLM is "MiniLM-L6 (the paper's BERT row)", "TempoFormer (BERT)" is
+    "TempoFormer (MiniLM-L6)"; never "BERT" for a model that is not BERT."""
+    if backbone is None:
+        return label
+    name = BACKBONE_NAMES.get(backbone, backbone)
+    for word, paper in PAPER_BACKBONE.items():
+        if name == paper:
+            continue
+        if label == word:
+            return f"{name} (the paper's {word} row)"
+        if label.endswith(f"({word})"):
+            return label[: -len(word) - 1] + f"{name})"
+    return label
+
+
+def _backbone_note(models: list[str], backbones: dict[str, str], summary: pl.DataFrame) -> str | None:
+    ran = [m for m in models if m in backbones and m in set(summary["model"])]
+    if not ran:
+        return None
+    by_backbone: dict[str, list[str]] = {}
+    for m in ran:
+        by_backbone.setdefault(BACKBONE_NAMES.get(backbones[m], backbones[m]), []).append(row_label(m)[1])
+    used = "; ".join(f"{', '.join(rows)}: {name}" for name, rows in by_backbone.items())
+    return (f"Backbones: {used}. The paper's transformer rows use BERT-base (12 layers, 768-d) or "
+            "RoBERTa-base; MiniLM-L6 (all-MiniLM-L6-v2) has 6 layers of 384-d, so those rows are not "
+            "directly comparable with the paper's numbers.")
+
+
+def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset],
+                  backbones: dict[str, str] | None = None) -> tuple[Table, pl.DataFrame]:
     """Table 2, 3, 4, 6 or 11 as a Table (Markdown/LaTeX/HTML) and a long CSV frame (one row
-    per table row, dataset and label: window, mean, std, runs, our cell, the paper's number)."""
+    per table row, dataset and label: window, mean, std, runs, our cell, the paper's number).
+    backbones: model entry -> the backbone its runs used (`params.backbone`), for the labels."""
+    backbones = backbones or {}
     cells = {(r["dataset"], r["model"], r["window"], r["label"]): r for r in summary.iter_rows(named=True)}
     best = {(r["dataset"], r["model"]): r["window"] for r in summary.filter("best").iter_rows(named=True)}
     paper = paper_numbers.f1_numbers(number)
@@ -221,8 +259,9 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
         rows = []
         for model in models:
             level, label = row_label(model)
-            paper_row = PAPER_ROW.get(number, {}).get(model, label)
-            rows.append(([level, label] if number == 2 else [paper_row], model, None, paper_row))
+            paper_row = PAPER_ROW.get(number, {}).get(model, label)  # the paper numbers' key
+            shown = backbone_label(label if number == 2 else paper_row, backbones.get(model))
+            rows.append(([level, shown] if number == 2 else [shown], model, None, paper_row))
 
     header = list(lead)
     columns = []  # (dataset, label, source)
@@ -263,6 +302,9 @@ def results_table(number: int, summary: pl.DataFrame, datasets: list[Dataset]) -
     notes = [STATS_NOTE, _paper_note(datasets)]
     if number != 11:
         notes.append(_window_note(summary, [m for _, m, _, _ in rows]))
+    backbone_note = _backbone_note(list(dict.fromkeys(m for _, m, _, _ in rows)), backbones, summary)
+    if backbone_note:
+        notes.append(backbone_note)
     missing_roberta = ([m for m in ("roberta", "tempoformer_roberta") if m not in set(summary["model"])]
                        if number == 6 else [])
     if missing_roberta:
