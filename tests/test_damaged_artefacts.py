@@ -90,7 +90,7 @@ def write_run(folder):
     metrics = folder / "metrics.json"
     metrics.write_text(json.dumps({"dataset": "toy", "model": "random", "window": 1, "fold": 0, "seed": 0,
                                    "test": {"A": 0.5, "B": 0.5, "macro": 0.5}, "dev_macro": 0.5}, indent=1))
-    pl.DataFrame({"row": [0, 1], "gold": ["A", "B"], "pred": ["A", "A"]}).write_parquet(folder / "predictions.parquet")
+    pl.DataFrame({"row": [0, 1], "timeline_id": ["t0", "t0"], "gold": ["A", "B"], "pred": ["A", "A"]}).write_parquet(folder / "predictions.parquet")
     return metrics
 
 
