@@ -101,6 +101,20 @@ class ModuleGraph:
             dotted = dotted.rpartition(".")[0]
         return None
 
+    def _imported(self, node: ast.ImportFrom, module: str, is_package: bool) -> list[str]:
+        """The package modules a `from ... import ...` in `module` imports (none: not the package's)."""
+        target = _resolve(node, module, is_package)
+        # `from . import x` imports the submodule x
+        found = [f"{target}.{a.name}" for a in node.names
+                 if self._package_module(f"{target}.{a.name}") == f"{target}.{a.name}"]
+        base = self._package_module(target)
+        return found or ([base] if base else [])
+
+    def _names_module(self, value: str) -> bool:
+        """A string that names a package module (the registry's way, "pkg.mod" or "pkg.mod:attr")."""
+        name = value.split(":")[0]
+        return name.split(".")[0] == PACKAGE and self._package_module(name) == name
+
     def _node(self, module: str, source: str, is_package: bool, segment: ast.AST | None = None) -> Node:
         """The digest of a module (or of one top-level definition of it, `segment`): its syntax
         tree without docstrings, with the package's own imports reduced to the names they bind
@@ -116,21 +130,11 @@ class ModuleGraph:
             nodes += [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
         for n in nodes:
             if isinstance(n, ast.ImportFrom):
-                target = _resolve(n, module, is_package)
-                found = []
-                for alias in n.names:  # `from . import x` imports the submodule x
-                    sub = self._package_module(f"{target}.{alias.name}")
-                    if sub and sub == f"{target}.{alias.name}":
-                        found.append(sub)
-                base = self._package_module(target)
-                if base or found:
-                    imports.update(found or [base])
+                imports.update(self._imported(n, module, is_package))
             elif isinstance(n, ast.Import):
                 imports.update(m for a in n.names if (m := self._package_module(a.name)))
             elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-                name = n.value.split(":")[0]
-                if not (name.split(".")[0] == PACKAGE and self._package_module(name) == name) \
-                        and n.value and "/" not in n.value:
+                if n.value and "/" not in n.value and not self._names_module(n.value):
                     imports.update(self.data_files.get(self._folder(module, is_package) / n.value, []))
         for parent in [i for i in imports if not i.startswith("data:")]:  # a.b.c runs a/__init__, a/b/__init__
             parts = parent.split(".")
@@ -246,10 +250,7 @@ class _Meaning(ast.NodeTransformer):
         return super().generic_visit(node)
 
     def visit_ImportFrom(self, node):
-        target = _resolve(node, self.module, self.is_package)
-        own = self.graph._package_module(target) or any(
-            self.graph._package_module(f"{target}.{a.name}") == f"{target}.{a.name}" for a in node.names)
-        if not own:
+        if not self.graph._imported(node, self.module, self.is_package):
             return node
         return ast.Expr(ast.Constant("import " + ", ".join(a.name + (f" as {a.asname}" if a.asname else "")
                                                           for a in node.names)))
@@ -260,10 +261,8 @@ class _Meaning(ast.NodeTransformer):
         return ast.Expr(ast.Constant("import " + ", ".join(a.asname or "" for a in node.names)))
 
     def visit_Constant(self, node):
-        if isinstance(node.value, str):
-            name = node.value.split(":")[0]
-            if name.split(".")[0] == PACKAGE and self.graph._package_module(name) == name:
-                return ast.Constant("<module>")
+        if isinstance(node.value, str) and self.graph._names_module(node.value):
+            return ast.Constant("<module>")
         return node
 
 

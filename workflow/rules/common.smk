@@ -1,5 +1,4 @@
 # Input functions, wildcard constraints and paths shared by every stage.
-import functools
 import json
 import os
 import shlex
