@@ -22,7 +22,8 @@ plus the graph's edges between modules. So:
 - a module the job never imports (another model's, another stage's) is not part of it;
 - the model registry's table (`MODEL_TYPES`, ENTRY_TABLES below) is not part of its module's
   digest: a training job takes its own entry instead (`registry_entry`), so adding a model type
-  or editing another type's entry reruns nothing else.
+  or editing another type's entry reruns nothing else; likewise the backbone table (`BACKBONES`):
+  a training or embedding job takes the entry of the backbone it names (`backbone_entry`).
 
 Data files inside the package (the paper's numbers) count as read by a module that names the
 file, or its folder, in a string (`Path(__file__).with_name("paper")`). What a digest does not
@@ -42,10 +43,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .backbones import backbone_entry
+
 PACKAGE = "tempoformer"
 # A table of entries in a module, each entry part of the digest of the jobs that use it rather
 # than of every job that imports the module: adding a model type reruns no other model's runs.
-ENTRY_TABLES = {"tempoformer.models.registry": "MODEL_TYPES"}
+ENTRY_TABLES = {"tempoformer.models.registry": "MODEL_TYPES", "tempoformer.backbones": "BACKBONES"}
 
 
 @dataclass(frozen=True)
@@ -381,9 +384,16 @@ class RunFingerprints:
                 "dev_ratio": self.datasets[dataset].get("dev_ratio", 0.25)}
 
     def train_settings(self, model, dataset, window, fold, seed) -> dict:
-        return {"type": self.model_type(model), "params": self.models[model]["params"],
-                "labels": self.datasets[dataset]["labels"], "window": int(window), "fold": int(fold),
-                "seed": int(seed), "threads": self.model_threads(model), "kernels": self.kernels}
+        params = self.models[model]["params"]
+        settings = {"type": self.model_type(model), "params": params,
+                    "labels": self.datasets[dataset]["labels"], "window": int(window), "fold": int(fold),
+                    "seed": int(seed), "threads": self.model_threads(model), "kernels": self.kernels}
+        # a transformer's backbone (its setup's default: minilm), by its entry in the backbone table
+        reads_backbone = "backbone" in dict(self.model_spec(model).extras)
+        backbone = backbone_entry(params.get("backbone", "minilm")) if reads_backbone else None
+        if backbone:
+            settings["backbone"] = backbone
+        return settings
 
     def raw(self, dataset: str) -> str:
         spec = self.datasets[dataset]
@@ -410,7 +420,7 @@ class RunFingerprints:
             upstream.append(settings_digest("windows", self.code("windows"), posts, int(window)))
         if spec.needs_embeddings:
             upstream.append(settings_digest("embed", self.code("embed"), posts, self.config["embedding_model"],
-                                            self.kernels))
+                                            self.kernels, backbone_entry(self.config["embedding_model"])))
         return settings_digest("train", self.train_code(model),
                                self.train_settings(model, dataset, window, fold, seed), posts, upstream)
 

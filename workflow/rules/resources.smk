@@ -69,7 +69,7 @@ MLM_VOCAB = 30522  # BERT/MiniLM WordPiece vocabulary: the MLM head's logits per
 
 def encoder_size(backbone):
     """(layers, width, parameters, cost per piece relative to MiniLM-L6) of a backbone: the
-    offline MiniLM-L6, else a BERT-base-sized model (the papers'), or BERT-large by its name."""
+    offline MiniLM-L6, else a BERT-base-sized model (the papers', MPNet-base), or BERT-large by its name."""
     name = str(backbone or "minilm").lower()
     if name == "minilm":
         return 6, 384, 22e6, 1.0

@@ -80,7 +80,7 @@ TITLES = {
 POOLED = "macro (pooled)"
 # Display names of the backbones a config's transformer entries name (`params.backbone`); the
 # paper's are BERT-base (bert-base-uncased) and RoBERTa-base.
-BACKBONE_NAMES = {"minilm": "MiniLM-L6", "bert-base-uncased": "BERT-base", "roberta-base": "RoBERTa-base"}
+BACKBONE_NAMES = {"minilm": "MiniLM-L6", "mpnet": "MPNet-base", "bert-base-uncased": "BERT-base", "roberta-base": "RoBERTa-base"}
 # The backbone the paper's label of a row stands for: a row whose run used another says so.
 PAPER_BACKBONE = {"BERT": "BERT-base", "RoBERTa": "RoBERTa-base"}
 STATS_NOTE = (
