@@ -122,3 +122,22 @@ def test_a_second_trainer_on_the_same_run_stops_at_once(toy_run):
             train(toy_run, "ffn_history", 0, {"epochs": 2, "batch_size": 8, "grid": {"lr": [1e-3]}})
     assert not (toy_run / "run_ffn_history_0" / "metrics.json").exists()
     assert train(toy_run, "ffn_history", 0, {"epochs": 2, "batch_size": 8, "grid": {"lr": [1e-3]}})["test"]
+
+
+def test_metrics_record_what_the_run_was_made_with(toy_run, monkeypatch):
+    """metrics.json's `setup`: arithmetic, kernels and, for a transformer, the backbone loaded
+    (name, model, the sha256 of its weights file, checked against the table), its pooling and
+    max tokens; a stream model has no backbone block."""
+    monkeypatch.setenv("MKL_CBWR", "AVX2")
+    stream = train(toy_run, "ffn_history", 0, {**FFN, "epochs": 1, "grid": {"lr": [1e-2], "hidden_dims": [[8]]}})
+    assert stream["setup"]["precision"] == "fp32" and "backbone" not in stream["setup"]
+    assert stream["setup"]["numerics"]["kernels"]["MKL_CBWR"] == "AVX2"
+    post = train(toy_run, "bert", 0, {"backbone": "minilm", "max_tokens": 8, "epochs": 1, "batch_size": 64,
+                                      "post_pooling": "auto", "grid": {"lr": [1e-5]}})
+    setup = post["setup"]
+    assert setup["backbone"]["name"] == "minilm" and setup["backbone"]["matches_table"] is True
+    assert setup["backbone"]["weights_sha256"].startswith("53aa5117")
+    assert setup["post_pooling"] == "mean"  # auto, resolved from MiniLM's sentence-transformers config
+    assert setup["max_tokens"] == 8 and setup["numerics"]["device"] == "cpu"
+    saved = json.loads((toy_run / "run_bert_0" / "metrics.json").read_text())
+    assert saved["setup"] == setup

@@ -32,22 +32,8 @@ import os
 
 log = logging.getLogger(__name__)
 
-# the variables of portable_kernels (tempoformer.fingerprint.KERNEL_SETTINGS)
-KERNEL_VARS = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
-# Snakemake exports these as the job's thread count scaled down to --cores; MKL's is not torch's:
-# MKL_NUM_THREADS=1 under 2 torch threads gave another context.npz than 2 (the rules set both to
-# future_lm.threads)
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def numerics(device: str) -> dict:
-    """The device, torch version, torch threads, ATen's kernel level, the kernel and thread variables."""
-    import torch
-
-    return {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "kernels": {k: os.environ.get(k) for k in KERNEL_VARS},
-            "thread_vars": {k: os.environ.get(k) for k in THREAD_VARS}}
+# numerics(): what every torch job records (the training runs too), so it lives with the device
+from ..device import KERNEL_VARS, THREAD_VARS, numerics  # noqa: F401
 
 
 def warn_if_unpinned(threads: int | None, device: str, job: str) -> None:

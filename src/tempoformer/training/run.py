@@ -32,6 +32,7 @@ from .lock import run_lock
 from .loop import fit, grid, predict_proba
 from .losses import focal_alpha
 from .metrics import f1_scores
+from .record import run_setup
 from .settings import TrainSettings
 
 logger = logging.getLogger(__name__)
@@ -197,6 +198,7 @@ def _train_and_test(run: TrainRun, spec: ModelType) -> dict:
     data = load_run_data(run.posts_path, run.folds_path, run.fold, run.labels, run.streams_path, run.embeddings_path)
     out_dir = Path(run.out_dir)
     checkpoints = out_dir / "checkpoints"
+    net = None
     if spec.kind == "prior":
         prob, search = spec.load()(data, seed)
     elif spec.kind == "llm":
@@ -229,6 +231,7 @@ def _train_and_test(run: TrainRun, spec: ModelType) -> dict:
         "fold": run.fold, "seed": seed, "labels": data.labels, "test": scores,
         "n": {split: int(len(rows)) for split, rows in data.rows.items()},
         "device": device, "seconds": round(time.perf_counter() - started, 2), **search,
+        "setup": run_setup(spec, params, device, net),
         "fingerprint": run.fingerprint,
     }
     write_parquet_atomic(predictions, out_dir / "predictions.parquet")
