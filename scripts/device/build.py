@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 LIMIT = 64 * 2**20
 sys.path.insert(0, str(HERE))
+import backbone_pack  # noqa: E402
 import minilm_pack  # noqa: E402
 
 
@@ -69,18 +70,55 @@ def size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def build_opt_in(backbone: str, commands: list[str], out: Path) -> None:
+    """An opt-in backbone's runs: polars, the backbone's pieces (backbone_pack.py), the inputs
+    and the commands, packed into carry folders out/c1, c2, ... that each travel in one call."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from tempoformer.backbones import backbone_path
+
+    tracked = [f for f in subprocess.run(["git", "ls-files"], capture_output=True, text=True,
+                                         check=True).stdout.splitlines() if Path(f).is_file()]
+    tree = sum(Path(f).stat().st_size for f in tracked)
+    polars_tar = out / "a" / "polars.tar.xz"
+    polars_tar.parent.mkdir(parents=True, exist_ok=True)
+    if not polars_tar.exists():
+        pack_polars(polars_tar)
+    with tempfile.TemporaryDirectory() as tmp:
+        stage = Path(tmp)
+        inputs = input_files(commands, set(tracked))
+        for f in inputs:
+            (stage / "data" / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, stage / "data" / f)
+        (stage / "commands.txt").write_text("\n".join(commands) + "\n")
+        posts = [f for f in inputs if f.endswith("posts.parquet")]
+        m = backbone_pack.split(Path(backbone_path(backbone)), posts, stage)
+        limit = LIMIT - tree - 2**20
+        carries = backbone_pack.pack(stage, out / backbone, limit, first=[polars_tar])
+    for c in carries:
+        print(f"build: {c} {size(c) / 2**20:.1f} MiB + tracked tree {tree / 2**20:.1f} MiB")
+    print(f"build: {len(commands)} commands, {len(inputs)} input files, {m['rows']} of {m['vocab']} word rows, "
+          f"{len(carries)} carries: call k runs `bash .device/{backbone}/ck/stage.sh`, the last one then "
+          f"`bash scripts/device/run_opt_in.sh {backbone} <budget s> <runs at a time>`")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--configfile", nargs="+", required=True)
     p.add_argument("--out", type=Path, default=ROOT / ".device")
+    p.add_argument("--backbone", help="an opt-in backbone (mpnet): carry it instead of MiniLM, "
+                   "over as many calls as it needs; only the commands whose params name it")
     a = p.parse_args()
     a.out = a.out.resolve()
     configfiles = [str(Path(c).resolve()) for c in a.configfile]
     os.chdir(ROOT)  # the commands' paths, and the manifest's, are relative to the repository root
 
     commands = pending_commands(configfiles)
+    if a.backbone:
+        commands = [c for c in commands if f'"backbone": "{a.backbone}"' in c]
     if not commands:
         sys.exit("build: snakemake -n plans no train job: nothing to carry")
+    if a.backbone:
+        return build_opt_in(a.backbone, commands, a.out)
     first, second = a.out / "a", a.out / "b"
     first.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(second, ignore_errors=True)
