@@ -7,8 +7,9 @@
   auto        what the backbone declares: `mean` when its sentence-transformers config (modules.json
               and the Pooling module's config.json) says mean-token pooling, else `cls_pooler`.
 
-all-MiniLM-L6-v2 ships a pooler that was never trained (`pooler.dense.bias` all zero): building a
-model that reads it logs a warning (`warn_if_untrained_pooler`).
+all-MiniLM-L6-v2 and all-mpnet-base-v2 both declare mean pooling (so `auto` gives `mean`) and both
+ship a pooler that was never trained (`pooler.dense.bias` all zero): building a model that reads
+it logs a warning (`warn_if_untrained_pooler`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
-"""Post-level BERT / RoBERTa baseline (paper §4.2): a pretrained encoder fine-tuned on each post alone.
+"""Post-level BERT / RoBERTa / MPNet baseline (paper §4.2): a pretrained encoder fine-tuned on each post alone.
 
 The heads are those of transformers' `BertForSequenceClassification` and
 `RobertaForSequenceClassification`, which the authors' code fine-tunes:
   - "pooler" (BERT):  [CLS] -> pretrained pooler (dense + tanh) -> dropout -> linear
   - "dense" (RoBERTa): [CLS] -> dropout -> new dense -> tanh -> dropout -> linear
 RoBERTa's pooler was never trained (no next-sentence objective) and checkpoints may lack its
-weights, so RoBERTa gets a freshly initialised tanh-dense instead. `head="auto"` picks "dense" for
-RoBERTa-family backbones and for any checkpoint without pooler weights, else "pooler".
+weights, so RoBERTa gets a freshly initialised tanh-dense instead; so does MPNet, whose
+`MPNetForSequenceClassification` has the same head (all-mpnet-base-v2's pooler weights are the
+untrained init). `head="auto"` picks "dense" for those families and for any checkpoint without
+pooler weights, else "pooler".
 Those heads read the [CLS] (`post_pooling: cls_pooler`). With `post_pooling: mean` (what `auto`
 picks for a backbone whose sentence-transformers config declares mean pooling, such as
 all-MiniLM-L6-v2; see pooling.py) the post is the mean of its real tokens, read by the classifier
@@ -26,6 +28,7 @@ from .padding import pad_batch
 from .pooling import POST_POOLINGS, masked_mean, resolve_post_pooling, warn_if_untrained_pooler
 
 ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert", "roberta-prelayernorm")
+DENSE_HEAD_TYPES = (*ROBERTA_TYPES, "mpnet")  # HF's classifier: [CLS] -> new dense -> tanh (head "dense")
 
 
 @dataclass
@@ -43,7 +46,7 @@ class PostTransformerConfig:
 
 class PostTransformer(nn.Module):
     def __init__(self, config: PostTransformerConfig, backbone=None, pooler_loaded: bool | None = None):
-        """backbone: an already built HF BertModel/RobertaModel (tests); else loaded from
+        """backbone: an already built HF BertModel/RobertaModel/MPNetModel (tests); else loaded from
         config.backbone. pooler_loaded: whether its pooler holds pretrained weights (a given
         backbone's pooler is taken as loaded)."""
         super().__init__()
@@ -67,7 +70,7 @@ class PostTransformer(nn.Module):
         if pooling == "mean":
             head = "mean"
         elif head == "auto":
-            head = "dense" if bc.model_type in ROBERTA_TYPES or not has_pooler else "pooler"
+            head = "dense" if bc.model_type in DENSE_HEAD_TYPES or not has_pooler else "pooler"
         if head == "pooler" and getattr(backbone, "pooler", None) is None:
             raise ValueError(f"head 'pooler' needs a backbone with a pooler ({bc.model_type} has none)")
         if head == "pooler" and loaded:

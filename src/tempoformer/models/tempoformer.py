@@ -1,15 +1,17 @@
 """TempoFormer (Tseriotou et al., EMNLP 2024) and its recurrent variants RoTempoFormer and RoBERT.
 
-A BERT-like encoder with L layers: layers 0..L-3 encode each post alone ("local"); the top two are
-replaced by TempoFormer layers that mix one vector per window post with temporal rotary attention.
+A BERT-like encoder (BERT, RoBERTa or MPNet: encoder_layers.py) with L layers: layers 0..L-3
+encode each post alone ("local"); the top two are replaced by TempoFormer layers that mix one
+vector per window post with temporal rotary attention (all-mpnet-base-v2: 10 local + 2).
 That vector is the post's [CLS] (`post_pooling: cls_pooler`, the paper) or the mean of its tokens
 (`mean`, for sentence-transformers backbones; `auto` follows the backbone, see pooling.py).
 Batches carry each distinct post once (`input_ids [P, L]`) and windows index into them
 (`window_index [B, w]`), so the local layers run once per post instead of once per window slot.
 In the fast path (`forward`) every layer runs on packed tokens: every per-token op (projections,
 LayerNorms, FFN, stream embedding) sees only real tokens, padding exists only inside attention
-(`packed_layer`). `forward_naive` is the authors' computation, kept as the reference; `encode_local`
-runs the local layers padded ([P, L, H], the contract serving relies on to cache local states).
+(`encoder_layers.packed_layer`). `forward_naive` is the authors' computation, kept as the
+reference; `encode_local` runs the local layers padded ([P, L, H], the contract serving relies
+on to cache local states).
 One class per model (TempoFormer, RoTempoFormer, RoBERT) over a shared base (WindowModel); the
 config's `head` names the model, and `build_model` builds it from the table HEADS.
 """
@@ -24,6 +26,16 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from .encoder_layers import (  # noqa: F401 (project, bmm_attention: re-exported)
+    BERT,
+    BertLayers,
+    Packing,
+    bmm_attention,
+    extended_mask,
+    layer_family,
+    packed_layer,
+    project,
+)
 from .padding import pad_batch
 from .pooling import POST_POOLINGS, masked_mean, resolve_post_pooling, warn_if_untrained_pooler
 from .rotary import TemporalRotaryAttention
@@ -49,107 +61,6 @@ class TempoFormerConfig:
     dropout: float = field(default=0.1, metadata={"range": "[0, 1)"})  # classifier / LSTM-head dropout
     lstm_hidden: int = field(default=100, metadata={"range": ">= 1"})  # RoBERT / RoTempoFormer recurrence
     lstm_ffn: int = field(default=30, metadata={"range": ">= 1"})  # RoBERT / RoTempoFormer FFN [30, 30]
-
-
-def extended_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """[N, L] 1/0 -> additive [N, 1, 1, L]: 0 for real tokens, dtype's min for padding."""
-    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
-
-
-class Packing:
-    """The real tokens of N rows packed row-major into [T, ...], row r holding counts[r] tokens;
-    attention pads them to [N, Lt] (Lt = the longest row), everything else runs packed.
-    Index tensors are built once per batch and shared by every layer that runs on these rows."""
-
-    def __init__(self, counts: torch.Tensor):
-        self.counts = counts  # [N] >= 1
-        self.N, self.Lt = counts.shape[0], int(counts.max())
-        self.mask = torch.arange(self.Lt, device=counts.device) < counts[:, None]  # [N, Lt] real tokens
-        self.flat = self.mask.flatten().nonzero().squeeze(1)  # [T] row*Lt + col
-        self.row = torch.div(self.flat, self.Lt, rounding_mode="floor")  # [T] row of each token
-        self.starts = counts.cumsum(0) - counts  # [N] packed offset of each row's token 0
-        self._bias = {}
-
-    def bias(self, dtype: torch.dtype, heads: int | None = None) -> torch.Tensor:
-        """Additive key mask: 0 at real tokens, dtype's min at padding; [N, 1, 1, Lt], or with
-        heads [N*heads, 1, Lt] (the batched-matmul layout). Built once per batch and dtype."""
-        key = (dtype, heads)
-        if key not in self._bias:
-            ext = extended_mask(self.mask, dtype)  # [N, 1, 1, Lt]
-            self._bias[key] = ext if heads is None else ext.expand(-1, heads, -1, -1).reshape(-1, 1, self.Lt)
-        return self._bias[key]
-
-    def mean(self, xt: torch.Tensor) -> torch.Tensor:
-        """[T, H] -> [N, H], the mean over each row's tokens (summed in float32 at least, like
-        torch.sum does for bf16)."""
-        dtype = torch.promote_types(xt.dtype, torch.float32)
-        total = torch.zeros(self.N, xt.shape[-1], dtype=dtype, device=xt.device).index_add_(0, self.row, xt.to(dtype))
-        return total / self.counts[:, None].to(dtype)
-
-
-def project(sa: nn.Module, x: torch.Tensor, names: tuple[str, ...]) -> torch.Tensor:
-    """Several of a self-attention's query/key/value projections of x [T, H] in one matmul ->
-    [T, len(names) * H]: one GEMM and one weight gradient instead of three, and one gradient
-    for x. Modules that are not plain nn.Linear (serving's transposed ones) are called one by one."""
-    mods = [getattr(sa, n) for n in names]
-    if all(type(m) is nn.Linear and m.bias is not None for m in mods):
-        return F.linear(x, torch.cat([m.weight for m in mods]), torch.cat([m.bias for m in mods]))
-    return torch.cat([m(x) for m in mods], dim=-1)
-
-
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pk: "Packing", p: float, scale: float) -> torch.Tensor:
-    """q [N, nh, Lq, hd] over k, v [N, nh, Lt, hd] of pk's padded rows, padding masked; attention
-    dropout p. -> [N, nh, Lq, hd]."""
-    if p == 0.0:  # SDPA's fused CPU kernel
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=pk.bias(q.dtype), scale=scale)
-    # With dropout SDPA's CPU kernels step aside for its math fallback, which scales q and k
-    # separately, copies them and runs a NaN-safe softmax: bmm_attention is the same computation
-    # in half the ops (on a shared CPU each op can wait for its second thread).
-    return bmm_attention(q, k, v, pk.bias(q.dtype, q.shape[1]), scale, p)
-
-
-def bmm_attention(q, k, v, bias, scale: float, p: float) -> torch.Tensor:
-    """softmax(q k^T * scale + bias) with dropout p, times v: q [N, nh, Lq, hd], k, v [N, nh, Lt, hd]
-    (each viewable as [N*nh, ., hd]), bias [N*nh, 1, Lt] -> [N, nh, Lq, hd]."""
-    N, nh, Lq, hd = q.shape
-    Lt = k.shape[2]
-    scores = torch.baddbmm(bias, q.reshape(N * nh, Lq, hd), k.reshape(N * nh, Lt, hd).transpose(1, 2),
-                           alpha=scale)  # [N*nh, Lq, Lt]
-    weights = F.dropout(torch.softmax(scores, dim=-1), p)
-    return torch.bmm(weights, v.reshape(N * nh, Lt, hd)).view(N, nh, Lq, hd)
-
-
-def packed_layer(layer: nn.Module, xp: torch.Tensor, pk: Packing, cls_only: bool = False) -> torch.Tensor:
-    """A BERT/RoBERTa layer on packed tokens: padding only inside attention.
-
-    xp [T, H] the real tokens of pk.N rows (pk's layout). The Q/K/V and output projections,
-    LayerNorms and FFN run on the T real tokens only; attention runs on the padded
-    [N, nh, Lt, hd] view. Returns [T, H], equal to layer(x, ext) at the real tokens; with cls_only
-    only the [CLS] (token 0) queries and FFNs run and it returns [N, H], equal to layer(x, ext)[:, 0].
-    """
-    sa = layer.attention.self
-    nh, hd = sa.num_attention_heads, sa.attention_head_size
-    H, N, Lt = nh * hd, pk.N, pk.Lt
-    p = sa.dropout.p if sa.training else 0.0
-    names = ("key", "value") if cls_only else ("query", "key", "value")
-    # one scatter of the projections into the padded layout, zeros at padding (masked out as keys)
-    qkv = project(sa, xp, names)  # [T, 2H or 3H]
-    qkv = qkv.new_zeros(N * Lt, qkv.shape[-1]).index_copy(0, pk.flat, qkv)
-    heads = qkv.view(N, Lt, len(names), nh, hd).permute(2, 0, 3, 1, 4)  # [2|3, N, nh, Lt, hd]
-    if p > 0.0:
-        heads = heads.contiguous()  # one copy for all three: the batched matmuls read [N*nh, Lt, hd]
-    # unbind, not indexing: its backward is one stack, not a zero-filled copy per part
-    *q, k, v = heads.unbind(0)  # [N, nh, Lt, hd] each
-    if cls_only:
-        xc = xp.index_select(0, pk.starts)  # [N, H]
-        q = sa.query(xc).view(N, 1, nh, hd).transpose(1, 2)  # [N, nh, 1, hd]
-        a = attention(q, k, v, pk, p, sa.scaling)
-        h = layer.attention.output(a.reshape(N, H), xc)  # dense, dropout, LayerNorm(+residual)
-        return layer.output(layer.intermediate(h), h)
-    a = attention(q[0], k, v, pk, p, sa.scaling)  # [N, nh, Lt, hd]
-    a = a.transpose(1, 2).reshape(N * Lt, H).index_select(0, pk.flat)  # [T, H]
-    h = layer.attention.output(a, xp)
-    return layer.output(layer.intermediate(h), h)
 
 
 class GateNorm(nn.Module):
@@ -180,7 +91,7 @@ def from_windows(v: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
 
 
 class TempoLayer(nn.Module):
-    """Stream position embedding -> word-level BERT layer -> temporal rotary MHA over one vector per
+    """Stream position embedding -> the backbone's word-level layer -> temporal rotary MHA over one vector per
     post ([CLS] or token mean), its output written back into the [CLS] slot."""
 
     def __init__(self, word_layer: nn.Module, window: int, hidden: int, heads: int, eps: float,
@@ -194,34 +105,36 @@ class TempoLayer(nn.Module):
         self.word = word_layer
         self.attn = TemporalRotaryAttention(hidden, heads, use_rope=rope)
 
-    def forward(self, x, row_mask, slot, pos, key_mask, coords):
+    def forward(self, x, row_mask, slot, pos, key_mask, coords, family: BertLayers = BERT):
         """The reference (padded) computation. x [N, L, H] hidden states of N window posts;
         row_mask [N, L] 1/0 real tokens; slot [N] stream-embedding row of each; pos [N] flat index
-        b*w+k into the [B, w] windows; key_mask [B, w]; coords [B, w] or None.
+        b*w+k into the [B, w] windows; key_mask [B, w]; coords [B, w] or None; family: how the
+        word layer runs (encoder_layers; the model's, which holds MPNet's shared position table).
         Returns (h_word, h_stream, x): the post vectors before/after the rotary MHA as [B, w, H]
         (zero at slots that have no row) and x with the attended vector written into [CLS]."""
         B, w = key_mask.shape
         if self.stream_embeddings:
             x = self.stream_drop(self.stream_norm(x + self.stream_pos(slot)[:, None, :]))
-        x = self.word(x, extended_mask(row_mask, x.dtype))  # BertLayer in transformers 5 returns a tensor
+        x = family.padded(self.word, x, extended_mask(row_mask, x.dtype), family.position_bias(x.shape[1], x.device))
         post = masked_mean(x, row_mask) if self.mean_pooling else x[:, 0]
         h_word = post.new_zeros(B * w, post.shape[-1]).index_copy(0, pos, post).view(B, w, -1)
         h_stream = self.attn(h_word, key_mask, coords)  # [B, w, H]
         x = torch.cat([h_stream.view(B * w, -1)[pos][:, None, :], x[:, 1:]], dim=1)
         return h_word, h_stream, x
 
-    def forward_packed(self, xt, pk: Packing, slot_of_token, pos, key_mask, coords, last: bool):
+    def forward_packed(self, xt, pk: Packing, slot_of_token, pos, key_mask, coords, last: bool,
+                       family: BertLayers = BERT):
         """forward on packed tokens. xt [T, H] the real tokens of the N rows (pk's layout);
-        slot_of_token [T] stream-embedding row of each token; pos, key_mask, coords as in forward.
+        slot_of_token [T] stream-embedding row of each token; pos, key_mask, coords, family as in forward.
         last: nothing reads the tokens afterwards, so with [CLS] pooling only the [CLS] queries
         and FFN run. Returns (h_word, h_stream, xt) like forward, xt packed [T, H] (None if last)."""
         B, w = key_mask.shape
         if self.stream_embeddings:
             xt = self.stream_drop(self.stream_norm(xt + self.stream_pos(slot_of_token)))
         if last and not self.mean_pooling:
-            post = packed_layer(self.word, xt, pk, cls_only=True)  # [N, H]
+            post = packed_layer(self.word, xt, pk, cls_only=True, family=family)  # [N, H]
         else:
-            xt = packed_layer(self.word, xt, pk)  # [T, H]
+            xt = packed_layer(self.word, xt, pk, family=family)  # [T, H]
             post = pk.mean(xt) if self.mean_pooling else xt.index_select(0, pk.starts)
         h_word = to_windows(post, pos, B, w)
         h_stream = self.attn(h_word, key_mask, coords)  # [B, w, H]
@@ -260,7 +173,7 @@ class LSTMHead(nn.Module):
 
 
 class WindowModel(nn.Module):
-    """What the TempoFormer family shares, over a HF BERT/RoBERTa backbone: the backbone's
+    """What the TempoFormer family shares, over a HF BERT/RoBERTa/MPNet backbone: the backbone's
     embeddings and local layers (each post alone), the post vector ([CLS] through the pooler, or
     the token mean), the windows' layout, and forward / forward_from_local / forward_naive, which
     hand the encoded posts to the model's own head (`_packed_head`, `_naive_head`).
@@ -268,9 +181,12 @@ class WindowModel(nn.Module):
     One class per model (`HEADS` below): TempoFormer, RoTempoFormer and RoBERT. The config's `head`
     names the model; `build_model(config)` builds the class it names. A class takes only configs
     of its own head, so a saved config (which records `head`) always rebuilds the same class.
-    Submodules are registered in one order for every class (embeddings, local layers, pooler, the
-    TempoFormer layers, the head's modules): the parameter initialisation and the state_dict keys
-    are those of the single class that held all three models before (issue 66)."""
+    Submodules are registered in one order for every class (embeddings, local layers, the layer
+    family, pooler, the TempoFormer layers, the head's modules): the parameter initialisation and
+    the state_dict keys are those of the single class that held all three models before (issue
+    66). The family (encoder_layers.layer_family) has parameters only for MPNet: the relative
+    position table its layers share (`family.relative_attention_bias`), kept pretrained whatever
+    tempo_layer_init says, since the backbone's TempoFormer layers read it as its local ones do."""
 
     head: str = ""  # the config's `head` that names this model
     tempo = True  # the top two backbone layers become TempoFormer layers (False: RoBERT keeps them)
@@ -302,6 +218,8 @@ class WindowModel(nn.Module):
         # replaced, and keeping them would leave parameters that never get a gradient
         self.embeddings = backbone.embeddings
         self.local_layers = nn.ModuleList(layers[: n - 2] if self.tempo else layers)
+        # how its layers run; MPNet's holds the position table all layers share (local and TempoFormer)
+        self.family = layer_family(backbone)
         if self.mean_pooling:
             self.pooler_dense = None  # a mean-pooled post is read as it is: no pooler anywhere
         elif backbone.pooler is not None:
@@ -337,8 +255,9 @@ class WindowModel(nn.Module):
         """[P, L] -> [P, L, H]: embeddings and local layers, each post alone."""
         x = self.embeddings(input_ids=input_ids)
         ext = extended_mask(attention_mask, x.dtype)
+        bias = self.family.position_bias(x.shape[1], x.device)
         for layer in self.local_layers:
-            x = layer(x, ext)
+            x = self.family.padded(layer, x, ext, bias)
         return x
 
     def forward(self, input_ids, attention_mask, window_index, window_mask, time_gap=None):
@@ -387,7 +306,7 @@ class WindowModel(nn.Module):
         if local_states is None:
             hp = self.embeddings(input_ids=input_ids).flatten(0, 1).index_select(0, real)
             for layer in self.local_layers:
-                hp = packed_layer(layer, hp, posts)
+                hp = packed_layer(layer, hp, posts, family=self.family)
         else:
             hp = local_states.flatten(0, 1).index_select(0, real)
         if self.mean_pooling:
@@ -448,7 +367,7 @@ class TempoStack(WindowModel):
         pos = torch.arange(B * w, device=h.device)  # every slot, padding included, is a row
         x = h
         for layer in self.tempo_layers:
-            h_word, h_stream, x = layer(x, attention_mask, slot.flatten(), pos, window_mask, coords)
+            h_word, h_stream, x = layer(x, attention_mask, slot.flatten(), pos, window_mask, coords, self.family)
         return self._head(local, h_word, h_stream, window_mask)
 
     def _packed_head(self, hp, posts, post_vec, window_index, window_mask, slot, coords):
@@ -467,8 +386,8 @@ class TempoStack(WindowModel):
         xt = hp.index_select(0, posts.starts.index_select(0, rows).index_select(0, pk.row) + col)  # [T, H]
         slot_of_token = slot.flatten().index_select(0, pos).index_select(0, pk.row)  # [T]
         l1, l2 = self.tempo_layers
-        _, _, xt = l1.forward_packed(xt, pk, slot_of_token, pos, window_mask, coords, last=False)
-        h_word, h_stream, _ = l2.forward_packed(xt, pk, slot_of_token, pos, window_mask, coords, last=True)
+        _, _, xt = l1.forward_packed(xt, pk, slot_of_token, pos, window_mask, coords, False, self.family)
+        h_word, h_stream, _ = l2.forward_packed(xt, pk, slot_of_token, pos, window_mask, coords, True, self.family)
         return self._head(local, h_word, h_stream, window_mask)
 
     def _head(self, local, h_word, h_stream, window_mask):
