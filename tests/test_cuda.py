@@ -66,3 +66,26 @@ def test_training_loop_overfits_a_batch_on_the_gpu(batch):
     assert all(p.dtype == torch.float32 and p.is_cuda for p in model.parameters())
     assert losses[-1] < 0.1 * losses[0]
     assert result["dev_macro"] == 1.0
+
+
+@pytest.mark.parametrize("head", ["tempoformer", "rotempoformer", "robert"])
+def test_mpnet_gpu_fp32_equals_cpu_and_bf16_stays_near(batch, head):
+    """The MPNet path (relative position bias, its own attention block) on CUDA: fp32 equal to the
+    CPU's, fast path equal to the reference there too, bf16 autocast within noise of fp32."""
+    from test_mpnet_backbone import make as make_mpnet
+
+    ids = batch["input_ids"].clone()
+    ids[:, 0] = 0
+    b = {**batch, "input_ids": ids.masked_fill(batch["attention_mask"] == 0, 1)}  # <s> = 0, <pad> = 1
+    model = make_mpnet(head=head, post_pooling="mean")
+    with torch.no_grad():
+        cpu = model(**b)
+        model = model.cuda()
+        gpu = model(**on("cuda", b))
+        gpu_reference = model.forward_naive(**on("cuda", b))
+        with autocast("cuda"):
+            bf16 = model(**on("cuda", b))
+    torch.testing.assert_close(gpu.cpu(), cpu, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(gpu_reference, gpu, atol=1e-5, rtol=1e-4)
+    assert torch.isfinite(bf16).all()
+    assert (bf16.float() - gpu).abs().max() < 0.05 * max(1.0, gpu.abs().max().item())
