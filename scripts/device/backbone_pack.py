@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from minilm_pack import digest, used_ids  # noqa: E402
 
 WORD = "embeddings.word_embeddings.weight"
-PIECE = 20 * 2**20  # bytes of tensors per piece file
+PIECE = 2 * 2**20  # bytes of tensors per piece file: small, so that carries pack full
 
 
 def to_bf16(x: np.ndarray) -> np.ndarray:
@@ -57,7 +57,10 @@ def split(model_dir: Path, posts: list[str], out: Path, piece_bytes: int = PIECE
     shutil.rmtree(out, ignore_errors=True)
     (out / "pieces").mkdir(parents=True)
     shutil.copytree(model_dir, out / "files", ignore=shutil.ignore_patterns("model.safetensors", "desktop.ini"))
-    save_file({"ids": ids, "rows": word[ids]}, str(out / "pieces" / "word_rows.safetensors"))
+    save_file({"ids": ids}, str(out / "pieces" / "word_rows.safetensors"))
+    per_piece = max(1, piece_bytes // (word.shape[1] * word.itemsize))
+    for k, start in enumerate(range(0, len(ids), per_piece)):
+        save_file({"rows": word[ids[start:start + per_piece]]}, str(out / "pieces" / f"word_rows_{k:02d}.safetensors"))
     rebuilt = {WORD: np.zeros_like(word)}
     rebuilt[WORD][ids] = word[ids]
     piece, size, n = {}, 0, 0
@@ -117,7 +120,9 @@ def pack(src: Path, dest: Path, limit: int, first: list[Path]) -> list[Path]:
 
 def join(stage: Path, dest: Path) -> None:
     manifest = json.loads((stage / "pieces" / "manifest.json").read_text())
-    carried = load_file(str(stage / "pieces" / "word_rows.safetensors"))
+    carried = {"ids": load_file(str(stage / "pieces" / "word_rows.safetensors"))["ids"],
+               "rows": np.concatenate([load_file(str(p))["rows"] for p in
+                                       sorted((stage / "pieces").glob("word_rows_*.safetensors"))])}
     tensors = {}
     for piece in sorted((stage / "pieces").glob("piece_*.safetensors")):
         tensors.update(load_file(str(piece)))

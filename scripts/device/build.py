@@ -103,16 +103,17 @@ def build_opt_in(backbone: str, commands: list[str], out: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--configfile", nargs="+", required=True)
+    p.add_argument("--configfile", nargs="+", action="append", required=True,
+                   help="a config set; give --configfile again for another set (their commands are joined)")
     p.add_argument("--out", type=Path, default=ROOT / ".device")
     p.add_argument("--backbone", help="an opt-in backbone (mpnet): carry it instead of MiniLM, "
                    "over as many calls as it needs; only the commands whose params name it")
     a = p.parse_args()
     a.out = a.out.resolve()
-    configfiles = [str(Path(c).resolve()) for c in a.configfile]
+    sets = [[str(Path(c).resolve()) for c in configfiles] for configfiles in a.configfile]
     os.chdir(ROOT)  # the commands' paths, and the manifest's, are relative to the repository root
 
-    commands = pending_commands(configfiles)
+    commands = list(dict.fromkeys(c for configfiles in sets for c in pending_commands(configfiles)))
     if a.backbone:
         commands = [c for c in commands if f'"backbone": "{a.backbone}"' in c]
     if not commands:
