@@ -409,6 +409,24 @@ class RunFingerprints:
                                                    self.ingest_settings(dataset), self.raw(dataset))
         return self._posts[dataset]
 
+    def path_reduction(self, model: str) -> dict | None:
+        """The reduction a stream model's path reads (SWNU, Seq-Sig-Net: `path_reduction: umap`,
+        with `path_dimension` and `path_seed`; tempoformer.models.swnu): {method, dimension,
+        seed}, the settings of the `reduce-embeddings` job whose file the run reads instead of
+        sbert.npy; None for every other run (they read sbert.npy, their chain is unchanged). A
+        fixed param only: a grid point cannot choose its own embeddings file."""
+        params = self.models[model]["params"]
+        keys = ("path_reduction", "path_dimension", "path_seed")
+        in_grid = sorted(set(keys) & set(params.get("grid") or {}))
+        if in_grid:
+            raise ValueError(f"models.{model}.params.grid: {', '.join(in_grid)} choose the run's embeddings "
+                             "file; give them as fixed params, not in the grid")
+        method = params.get("path_reduction", "none")
+        if method == "none":
+            return None
+        return {"method": method, "dimension": int(params.get("path_dimension", 15)),
+                "seed": int(params.get("path_seed", 42))}
+
     def train_code(self, model: str) -> str:
         spec = self.model_spec(model)
         return graph(self.package_dir).code_digest("train", *spec.code_modules(), entry=registry_entry(spec))
@@ -419,8 +437,12 @@ class RunFingerprints:
         if spec.needs_window:
             upstream.append(settings_digest("windows", self.code("windows"), posts, int(window)))
         if spec.needs_embeddings:
-            upstream.append(settings_digest("embed", self.code("embed"), posts, self.config["embedding_model"],
-                                            self.kernels, backbone_entry(self.config["embedding_model"])))
+            embed = settings_digest("embed", self.code("embed"), posts, self.config["embedding_model"],
+                                    self.kernels, backbone_entry(self.config["embedding_model"]))
+            reduction = self.path_reduction(model)
+            if reduction is not None:  # the run reads the reduce-embeddings job's file, made from sbert.npy
+                embed = settings_digest("reduce", self.code("reduce-embeddings"), embed, reduction)
+            upstream.append(embed)
         return settings_digest("train", self.train_code(model),
                                self.train_settings(model, dataset, window, fold, seed), posts, upstream)
 

@@ -200,6 +200,16 @@ def raw_digest(wildcards):
 
 
 # train stage
+def embeddings_file(dataset, model):
+    """The embeddings a stream run reads: sbert.npy, or for a model whose path reads a reduction
+    (`path_reduction: umap`, SWNU / Seq-Sig-Net) sbert.npy with that reduction appended, the
+    reduce_embeddings rule's file (reduce.smk)."""
+    reduction = FINGERPRINTS.path_reduction(model)
+    if reduction is None:
+        return f"{RESULTS}/{dataset}/sbert.npy"
+    return f"{RESULTS}/{dataset}/sbert_{reduction['method']}{reduction['dimension']}_seed{reduction['seed']}.npy"
+
+
 def train_inputs(w):
     spec = model_spec(w.model)
     inputs = {
@@ -209,7 +219,7 @@ def train_inputs(w):
     if spec.needs_window:
         inputs["streams"] = f"{RESULTS}/{w.dataset}/streams_w{w.window}.parquet"
     if spec.needs_embeddings:
-        inputs["embeddings"] = f"{RESULTS}/{w.dataset}/sbert.npy"
+        inputs["embeddings"] = embeddings_file(w.dataset, w.model)
     status = run_status(w.dataset, w.model, w.window, w.fold, w.seed)
     set_aside_damaged(*inputs.values())
     if status == "current":

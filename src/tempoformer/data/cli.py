@@ -1,4 +1,4 @@
-"""Subcommands of the data stage: ingest, synthetic-lrs, windows, folds, embed."""
+"""Subcommands of the data stage: ingest, synthetic-lrs, windows, folds, embed, reduce-embeddings."""
 
 from __future__ import annotations
 
@@ -51,6 +51,12 @@ def cmd_embed(args):
 
     set_threads(args.threads)
     embed_posts(args.posts, args.output, args.model, args.cache)
+
+
+def cmd_reduce_embeddings(args):
+    from .reduce import reduce_embeddings
+
+    reduce_embeddings(args.embeddings, args.output, args.method, args.dimension, args.seed)
 
 
 def json_object(text: str) -> dict:
@@ -138,3 +144,15 @@ def register(sub) -> None:
                                    "those are not encoded again (default: no cache)")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's own choice)")
     p.set_defaults(func=cmd_embed)
+
+    p = parser("reduce-embeddings",
+               "append a low-dimensional reduction of the embeddings (the authors' SWNU path input)")
+    p.add_argument("--embeddings", required=True, help="embeddings to reduce (.npy, one row per post; from embed)")
+    p.add_argument("--method", default="umap", choices=["umap"],
+                   help="reduction, fitted on every post (test posts too, as sig-networks does); "
+                        "umap needs the optional extra: pip install -e .[umap]")
+    p.add_argument("--dimension", type=int, default=15, help="dimensions of the reduction")
+    p.add_argument("--seed", type=int, default=42, help="the reduction's random_state")
+    p.add_argument("--output", required=True,
+                   help="embeddings with the reduction appended as the last columns to write (.npy)")
+    p.set_defaults(func=cmd_reduce_embeddings)

@@ -9,7 +9,9 @@ current post embedding (and the time gap to the previous post) and classified by
 
 Units without a post of their own (see `forward`) are dropped before the SWNU and skipped by the
 BiLSTM (packing), so left padding never changes the output. The SWNU differs from sig-networks
-as listed in `tempoformer.models.swnu`.
+as listed in `tempoformer.models.swnu`, and its path input is SWNU's option (`path_reduction`:
+"none", or "umap", the authors' UMAP of every post, test posts included, appended to the SBERT
+vectors: the units read those columns, the head the current post's SBERT vector).
 """
 
 from __future__ import annotations
@@ -59,12 +61,14 @@ class SeqSigNet(FromParams, nn.Module):
         self.concat_time = config.concat_time
         self.time_scale = config.time_scale
         # Unit, stream BiLSTM, head: the committed runs' creation order (same seed, same weights).
-        self.swnu = SWNUnit(config.input_dim, config.conv_dim, config.swnu_hidden_dim,
+        # With path_reduction "none" both widths are input_dim: the modules of before.
+        post_dim, path_dim = config.path_split()
+        self.swnu = SWNUnit(path_dim, config.conv_dim, config.swnu_hidden_dim,
                             config.sig_depth, config.pooling, config.time_scale)
         self.lstm = nn.LSTM(
             self.swnu.output_dim, config.lstm_hidden_dim, batch_first=True, bidirectional=True
         )
-        head_dim = config.lstm_hidden_dim + config.input_dim + int(config.concat_time)
+        head_dim = config.lstm_hidden_dim + post_dim + int(config.concat_time)
         self.ffn = feedforward(head_dim, config.ffn_hidden_dims, config.num_labels, config.dropout)
 
     def split_units(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor):
@@ -83,7 +87,8 @@ class SeqSigNet(FromParams, nn.Module):
         return x_units, mask_units, time_units
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
-        x_units, mask_units, time_units = self.split_units(x, mask, time)
+        post, path = self.config.split_path(x)  # `x` itself twice for path_reduction "none"
+        x_units, mask_units, time_units = self.split_units(path, mask, time)
         B, n = mask_units.shape[:2]
         # A unit is used when one of its first `unit_shift` slots is a real post, i.e. it holds
         # a post the next unit does not. A unit whose real posts all reappear in the next unit
@@ -95,7 +100,7 @@ class SeqSigNet(FromParams, nn.Module):
         unit_states = vectors.new_zeros(B, n, vectors.shape[-1])
         unit_states[present] = vectors
         _, h_n = packed_lstm(self.lstm, unit_states, present)
-        parts = [h_n[0] + h_n[1], x[:, -1]]
+        parts = [h_n[0] + h_n[1], post[:, -1]]
         if self.concat_time:
             parts.append(self.time_scale * previous_gap(mask, time))
         return self.ffn(torch.cat(parts, dim=-1))

@@ -12,16 +12,31 @@ of depth 3, BiLSTM inside the unit, "signature" pooling, concatenation head):
   concat(unit output, current post embedding, time gap to the previous post) -> FFN -> logits
 
 Where this differs from sig-networks:
-- the conv reads the SBERT embeddings directly (sig-networks first reduces them with UMAP to 15
-  dims, outside the network), and the time feature is appended *after* the conv as a path
-  channel of its own, where sig-networks feeds the time features into the conv together with
-  the embeddings;
+- by default (`path_reduction: none`) the conv reads the SBERT embeddings directly, where
+  sig-networks first reduces them with UMAP to 15 dims, outside the network
+  (`obtain_SWNUNetwork_input(method="umap", dimension=15, seed=42)`); `path_reduction: umap`
+  is the authors' input path (see "The path's input" below). Either way the time feature is
+  appended *after* the conv as a path channel of its own, where sig-networks feeds the time
+  features into the conv together with the embeddings;
 - time is multiplied by a fixed `time_scale` instead of being z-scored over the corpus;
 - the time feature concatenated at the output is the gap from the previous post to the current
   one. The current post's own feature is 0 by construction (log-gap or distance to itself), and
   sig-networks' choice, the post's absolute time encoding, is not part of the window layout;
 - one LSTM block per unit (sig-networks can stack several), no reverse-path option;
 - padding is handled exactly (see `SWNUnit.forward`) instead of by zero padding.
+
+The path's input (`path_reduction`, `path_dimension`, `path_seed`; issue 68):
+- "none" (default, the paper's text, which does not mention UMAP): the unit's Conv1d reads the
+  same SBERT vectors as the head, `input_dim` wide;
+- "umap" (the authors' code): the run's embeddings file is the SBERT vectors with a
+  `path_dimension`-d UMAP of them appended as the last columns ([n, D + path_dimension], made
+  by `tempoformer reduce-embeddings`, tempoformer.data.reduce; the workflow picks the file from
+  these params). The unit reads only the appended columns; the head reads the current post's
+  SBERT vector (the first `input_dim - path_dimension` columns), as in sig-networks. As the
+  authors do, the UMAP is fitted once on every post of the corpus, test posts included: the
+  reduction sees the unlabelled test texts (a transductive leak the "none" path does not have).
+  `path_seed` is the UMAP's random_state: the model does not read it, the workflow names the
+  file by it (and so it is part of the run's settings).
 """
 
 from __future__ import annotations
@@ -40,6 +55,8 @@ from tempoformer.models.signature import (
 )
 
 POOLINGS = ("signature", "lstm")
+# What the unit's path is read from (module docstring, "The path's input").
+PATH_REDUCTIONS = ("none", "umap")
 
 
 @dataclass(kw_only=True)
@@ -62,10 +79,36 @@ class SWNUConfig:
     pooling: str = field(default="signature", metadata={"range": POOLINGS})
     concat_time: bool = True  # the time gap to the previous post at the head's input
     time_scale: float = 0.1  # factor on the time channel (log-gaps or post distances)
+    # The unit's path input (module docstring): "none" the SBERT vectors; "umap" the last
+    # `path_dimension` columns of the embeddings (the authors' UMAP of every post, test posts
+    # included), the head reading the others. `path_seed` names the UMAP's file (the workflow's).
+    path_reduction: str = field(default="none", metadata={"range": PATH_REDUCTIONS})
+    path_dimension: int = field(default=15, metadata={"range": ">= 1"})
+    path_seed: int = field(default=42, metadata={"range": ">= 0"})
 
     def __post_init__(self):
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.path_reduction not in PATH_REDUCTIONS:
+            raise ValueError(f"path_reduction must be one of {PATH_REDUCTIONS}, got {self.path_reduction!r}")
+        if self.path_reduction != "none" and not 1 <= self.path_dimension < self.input_dim:
+            raise ValueError(f"path_reduction {self.path_reduction!r}: the embeddings ({self.input_dim} "
+                             f"columns) must hold the post vectors and the {self.path_dimension} reduced "
+                             "columns appended to them (tempoformer reduce-embeddings)")
+
+    def path_split(self) -> tuple[int, int]:
+        """(columns of the post vector the head reads, columns the unit's path reads): both the
+        whole embedding for "none", else the embedding's leading columns and the appended ones."""
+        if self.path_reduction == "none":
+            return self.input_dim, self.input_dim
+        return self.input_dim - self.path_dimension, self.path_dimension
+
+    def split_path(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x [..., input_dim] -> (post vectors, path input): `x` itself twice for "none"."""
+        if self.path_reduction == "none":
+            return x, x
+        post_dim = self.input_dim - self.path_dimension
+        return x[..., :post_dim], x[..., post_dim:]
 
 
 class FromParams:
@@ -167,13 +210,16 @@ class SWNU(FromParams, nn.Module):
         self.time_scale = config.time_scale
         # Submodules are created in this order (unit, then head) so a seed draws the same
         # initial weights as the committed runs did.
-        self.swnu = SWNUnit(config.input_dim, config.conv_dim, config.swnu_hidden_dim,
+        # With path_reduction "none" both widths are input_dim: the modules of before.
+        post_dim, path_dim = config.path_split()
+        self.swnu = SWNUnit(path_dim, config.conv_dim, config.swnu_hidden_dim,
                             config.sig_depth, config.pooling, config.time_scale)
-        head_dim = self.swnu.output_dim + config.input_dim + int(config.concat_time)
+        head_dim = self.swnu.output_dim + post_dim + int(config.concat_time)
         self.ffn = feedforward(head_dim, config.ffn_hidden_dims, config.num_labels, config.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
-        parts = [self.swnu(x, mask, time), x[:, -1]]
+        post, path = self.config.split_path(x)
+        parts = [self.swnu(path, mask, time), post[:, -1]]
         if self.concat_time:
             parts.append(self.time_scale * previous_gap(mask, time))
         return self.ffn(torch.cat(parts, dim=-1))
