@@ -10,6 +10,9 @@ misspelt or out-of-range setting instead of a job failing on it hours later.
 The model `params` are the model registry's (models/registry.py validate_params).
 - `check_dataset_overrides`: a stage dataset's overrides of the stage's sections against the
   schema of those sections (the schema itself checks only the stage's own).
+- `check_causes`: the `causes:` section (issue 68's cause-by-cause table) names model entries
+  that exist: its reference, baselines and factors are keys of `models` (a JSON schema cannot
+  compare one section's keys with another's).
 - `check_yaml_file`: a YAML syntax error named with its file and line. Snakemake 9 reads the
   files of `--configfile` itself, before the Snakefile runs, and says only "Config file is not
   valid JSON or YAML" (`--verbose` adds the parser's message with the file and the line); the
@@ -36,6 +39,26 @@ def check_yaml_file(path) -> None:
             where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
             problem = " ".join(p for p in (getattr(error, "problem", None), getattr(error, "context", None)) if p)
             raise ValueError(f"{where}: not valid YAML: {problem or error}") from None
+
+
+def check_causes(config: dict) -> None:
+    """ValueError "causes.<key>: ..." for a reference, baseline or factor of the `causes:` section
+    that is not an entry under `models`, or a factor that is the reference or a baseline."""
+    causes = config.get("causes")
+    if not causes:
+        return
+    models = config.get("models") or {}
+    known = f"the entries under models are {', '.join(sorted(models)) or 'none'}"
+    named = [("causes.reference", causes.get("reference"))]
+    named += [(f"causes.baselines[{i}]", m) for i, m in enumerate(causes.get("baselines") or [])]
+    named += [(f"causes.factors.{m}", m) for m in (causes.get("factors") or {})]
+    for where, model in named:
+        if model not in models:
+            raise ValueError(f"{where}: names {model!r}, which has no entry under models ({known})")
+    for model in causes.get("factors") or {}:
+        if model == causes.get("reference") or model in (causes.get("baselines") or []):
+            raise ValueError(f"causes.factors.{model}: is also the reference or a baseline; a factor is an "
+                             "entry that changes one thing from the reference")
 
 
 def check_reader_options(datasets: dict) -> None:

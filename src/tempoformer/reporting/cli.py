@@ -1,5 +1,5 @@
 """Subcommands of the reporting stage: aggregate (Tables 2, 3, 4, 6, 11, Figure 3, coverage),
-table1, diversity, table5, grid-report."""
+causes (issue 68's cause-by-cause table), table1, diversity, table5, grid-report."""
 
 from __future__ import annotations
 
@@ -17,6 +17,17 @@ def cmd_aggregate(args):
 
     aggregate(args.metrics, datasets_from_spec(args.datasets), args.out_dir, args.figures_dir,
               Bootstrap(args.resamples, args.bootstrap_seed, args.bootstrap_unit), args.backbones)
+
+
+def cmd_causes(args):
+    # its own subcommand (the aggregate rule runs it after `aggregate` when the config has a
+    # `causes:` section), so that the code digest of `aggregate` stays as it is
+    from .causes import write_causes
+    from .significance import Bootstrap
+    from .tables import datasets_from_spec
+
+    write_causes(args.metrics, datasets_from_spec(args.datasets), args.causes, args.out_dir, args.backbones,
+                 Bootstrap(args.resamples, args.bootstrap_seed, args.bootstrap_unit))
 
 
 def cmd_table1(args):
@@ -67,6 +78,24 @@ def register(sub) -> None:
                    help="what a resample draws: whole timelines, each keeping its posts (posts in a timeline "
                         "are not independent), or single posts")
     p.set_defaults(func=cmd_aggregate)
+
+    p = sub.add_parser("causes", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       help="the cause-by-cause table (issue 68): the reference, each factor entry and the best baseline")
+    p.add_argument("--metrics", nargs="*", default=[], help="metrics.json of the runs of the reference, factors and baselines")
+    p.add_argument("--datasets", type=json_arg, required=True,
+                   help='{"dataset": {"labels": [...], "paper_column": "LRS" | null}, ...}')
+    p.add_argument("--causes", type=json_arg, required=True,
+                   help='the config\'s causes section as JSON: {"reference": model, "baselines": [models], '
+                        '"factors": {model: "what it changes"}}')
+    p.add_argument("--backbones", type=json_arg, default={},
+                   help="model entry -> its config backbone (params.backbone, default minilm), for runs that "
+                        "recorded none")
+    p.add_argument("--out-dir", required=True, help="tables folder")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the significance test")
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples")
+    p.add_argument("--bootstrap-unit", choices=("timeline", "post"), default="timeline",
+                   help="what a resample draws: whole timelines, each keeping its posts, or single posts")
+    p.set_defaults(func=cmd_causes)
 
     p = sub.add_parser("table1", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="dataset statistics (the paper's Table 1)")
     p.add_argument("--posts", nargs="+", required=True, help="posts.parquet of each dataset")
