@@ -6,7 +6,8 @@ import os
 import subprocess
 import sys
 
-from tempoformer.future_lm.numerics import KERNEL_VARS, check_numerics, warn_if_unpinned
+from tempoformer.device import KERNEL_VARS
+from tempoformer.future_lm.numerics import check_numerics, warn_if_unpinned
 
 PINNED = {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 

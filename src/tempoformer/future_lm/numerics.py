@@ -32,14 +32,22 @@ import os
 
 log = logging.getLogger(__name__)
 
-# numerics(): what every torch job records (the training runs too), so it lives with the device
-from ..device import KERNEL_VARS, THREAD_VARS, numerics  # noqa: F401
+
+
+def numerics(device: str) -> dict:
+    """device.numerics, what every torch job records (the training runs too). Imported here when
+    called: device.py imports torch, which the CLI must not load before it sets its threads."""
+    from ..device import numerics as device_numerics
+
+    return device_numerics(device)
 
 
 def warn_if_unpinned(threads: int | None, device: str, job: str) -> None:
     """A log line when this job's numbers are not the workflow's: another kernel set or thread count."""
     if not str(device).startswith("cpu"):
         return  # GPU runs match CPU runs only within noise (README)
+    from ..device import KERNEL_VARS
+
     missing = [k for k in KERNEL_VARS if not os.environ.get(k)]
     if missing:
         log.warning("%s: %s not set, so MKL/ATen/oneDNN use this CPU's fastest kernels: the numbers match "
