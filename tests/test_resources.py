@@ -5,6 +5,8 @@ job is not killed for its time. The rule files are read for the declarations; dr
 real snakemake CLI print what each planned job asks for, under the default config and under the
 paper configs of the DCWE and future-LM stages, against the times their READMEs measured."""
 
+import copy
+
 import re
 
 import pytest
@@ -115,6 +117,11 @@ def test_default_config_every_job_asks_and_only_transformer_training_asks_for_a_
     vectors = tmp_path / "vectors.txt"
     vectors.write_text("1 50\n")
     config["dcwe"]["datasets"]["chitchat_tiny"]["vectors"] = str(vectors)
+    # and a stream baseline with the authors' UMAP path plans reduce_embeddings
+    config["models"]["swnu_umap"] = {"type": "swnu", "windows": copy.deepcopy(config["models"]["ffn_history"]["windows"]),
+                                     "params": {"epochs": 1, "path_reduction": "umap", "grid": {"lr": [1.0e-3]}}}
+    first = next(iter(config["datasets"].values()))
+    first["models"] = [*first["models"], "swnu_umap"]
     jobs = dry_run(tmp_path, config)
     assert {rule for rule, _, _ in jobs} & COMMAND_RULES == COMMAND_RULES
     # the smoke run's semantic change, DCWE and future-LM jobs are short: CPU jobs, so a cluster
