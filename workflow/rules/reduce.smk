@@ -35,5 +35,5 @@ rule reduce_embeddings:
         f"{RESULTS}/benchmarks/{{dataset}}/reduce_embeddings_{{method}}{{dimension}}_seed{{seed}}.tsv"
     shell:
         "exec env {params.kernels} NUMBA_NUM_THREADS=1 tempoformer reduce-embeddings --embeddings {input:q}"
-        " --method {wildcards.method:q} --dimension {wildcards.dimension} --seed {wildcards.seed}"
+        " --method {wildcards.method:q} --dimension {wildcards.dimension:q} --seed {wildcards.seed:q}"
         " --output {output:q} 2> {log:q}"
