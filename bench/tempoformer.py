@@ -31,6 +31,16 @@ Per window, two fresh subprocesses:
                                                                  # stall on every op (2.2 min here)
     HF_HUB_OFFLINE=1 python bench/tempoformer.py --profile 20    # + torch.profiler tables, fast path (stderr)
     HF_HUB_OFFLINE=1 python bench/tempoformer.py --windows 20 --post-pooling cls_pooler mean
+    HF_HUB_OFFLINE=1 python bench/tempoformer.py --backbone mpnet --steps 2   # after scripts/setup_backbone.sh mpnet
+    HF_HUB_OFFLINE=1 python bench/tempoformer.py --kernels default           # torch's own kernels (AVX-512 here)
+
+Each timing process also measures the machine's fp32 GEMM rate (class Gemm) between the steps and
+prints each path's share of it. Measured 2026-12-05 on this 2-core machine, 2 threads, nothing
+else running: with the workflow's portable kernels MiniLM's fast path runs at 47% (window 5) and
+50% (window 20) of a 204-232 GFLOP/s GEMM, MPNet's at 58% and 68% of 220; with the default
+kernels MiniLM's is at 38% / 44% of 254-282. Dropout's Bernoulli draws (torch's serial CPU
+generator, about 5 ns per element, some 18M elements a MiniLM step at window 20) are a fifth of
+that step and cannot be made faster without changing every run's numbers.
 """
 
 from __future__ import annotations
@@ -52,6 +62,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 TOPIC_SHIFT_MI = Path("/work/shared/data/topic_shift_mi")
 BATCH_SIZE = 8
 PATHS = ("naive", "fast")
+
+from tempoformer.backbones import BACKBONES  # noqa: E402 (torch-free; sys.path fixed above)
+from tempoformer.fingerprint import KERNEL_SETTINGS  # noqa: E402
 
 
 def max_rss_mb() -> float:
@@ -87,7 +100,7 @@ class Bench:
         self.target = torch.from_numpy(y)
         self.alpha = focal_alpha(y, len(self.labels))
         self.streams = build_windows(posts, self.w)
-        self.backbone = backbone_path("minilm")
+        self.backbone = backbone_path(args.backbone)
         tokenizer = AutoTokenizer.from_pretrained(self.backbone, local_files_only=True)
         self.token_ids = tokenizer(posts["text"].to_list(), truncation=True, max_length=self.T)["input_ids"]
         self.pad_id = tokenizer.pad_token_id
@@ -174,10 +187,13 @@ def worker_time(args) -> dict:
     for rows in bench.chunks[: args.warmup]:
         trainers["naive"][1](rows)
     measured = bench.chunks[args.warmup: args.warmup + args.steps]
-    steps = {p: [] for p in PATHS}
+    tokens = statistics.median(bench.make_batch(rows, naive=False)["input_ids"].numel() for rows in measured)
+    gemm = Gemm(bench.backbone, int(tokens))
+    steps, gemm_rates = {p: [] for p in PATHS}, []
     for i, rows in enumerate(measured):
         for p in (PATHS if i % 2 == 0 else PATHS[::-1]):  # alternate which path goes first
             steps[p].append(trainers[p][1](rows))
+        gemm_rates.append(gemm.gflop_s())
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:  # the measured batches again, untimed
@@ -186,7 +202,8 @@ def worker_time(args) -> dict:
     memory["fast"]["gflop"] = counter.get_total_flops() / 1e9 / len(measured)
     out = {"source": bench.source, "posts": bench.n_posts, "threads": torch.get_num_threads(),
            "torch": torch.__version__, "steps": steps, "memory": memory,
-           "pooling": trainers["fast"][0].config.post_pooling}
+           "pooling": trainers["fast"][0].config.post_pooling,
+           "gemm": {"gflop_s": statistics.median(gemm_rates), "shape": gemm.shape}}
 
     if args.check:  # same logits and gradients from both paths, same weights, eval mode (no dropout)
         from tempoformer.training.losses import focal_loss
@@ -223,6 +240,32 @@ def worker_time(args) -> dict:
     return out
 
 
+class Gemm:
+    """The machine's fp32 GEMM rate on this process's threads: the shape of the local layers'
+    feed-forward up-projection on a batch's tokens, (posts*tokens x hidden) @ (hidden x
+    intermediate), the largest GEMM of a step, repeated to about 6 GFLOP per timing after one untimed call. Timed between
+    the steps of the two paths, so load on a shared machine slows all three alike."""
+
+    def __init__(self, backbone: str, tokens: int):
+        import torch
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(backbone, local_files_only=True)
+        g = torch.Generator().manual_seed(0)
+        self.shape = (tokens, config.hidden_size, config.intermediate_size)
+        self.a = torch.randn(tokens, config.hidden_size, generator=g)
+        self.b = torch.randn(config.hidden_size, config.intermediate_size, generator=g)
+        self.flop = 2 * tokens * config.hidden_size * config.intermediate_size
+        self.reps = max(3, round(6e9 / self.flop))
+
+    def gflop_s(self) -> float:
+        self.a @ self.b  # untimed: brings the operands back into cache after a step
+        t0 = time.perf_counter()
+        for _ in range(self.reps):
+            self.a @ self.b
+        return self.flop * self.reps / (time.perf_counter() - t0) / 1e9
+
+
 def worker_mem(args) -> dict:
     """The naive path alone, for its peak memory and FLOPs."""
     return memory_and_flops(Bench(args), naive=True)[1]
@@ -232,18 +275,25 @@ def run(args, mode: str, window: int, pooling: str) -> dict:
     cmd = [sys.executable, __file__, "--worker", mode, "--window", str(window), "--post-pooling", pooling,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--mem-steps", str(args.mem_steps),
            "--seed", str(args.seed), "--threads", str(args.threads), "--max-tokens", str(args.max_tokens),
-           "--max-timelines", str(args.max_timelines)]
+           "--max-timelines", str(args.max_timelines), "--backbone", args.backbone]
     if not args.check:
         cmd.append("--no-check")
     if mode == "time" and args.profile == window:
         cmd += ["--profile", str(window)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    if args.kernels == "portable":  # what the workflow's jobs run with (portable_kernels: true)
+        env.update(pair.split("=") for pair in KERNEL_SETTINGS.split())
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, env=env, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backbone", default="minilm", choices=sorted(BACKBONES),
+                    help="a registered backbone (default minilm; mpnet once set up: scripts/setup_backbone.sh mpnet)")
+    ap.add_argument("--kernels", choices=["portable", "default"], default="portable",
+                    help="portable (default): the AVX2 kernels the workflow's jobs run with (portable_kernels: "
+                         f"true, {KERNEL_SETTINGS}); default: torch's and MKL's own choice for this CPU")
     ap.add_argument("--windows", type=int, nargs="+", default=[5, 20])
     ap.add_argument("--steps", type=int, default=3, help="measured steps per path and window (default 3)")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured steps per path first (default 1)")
@@ -274,11 +324,13 @@ def main() -> None:
         timing[w, pooling] = run(args, "time", w, pooling)
         memory["fast", w, pooling] = timing[w, pooling]["memory"]["fast"]
 
-    first = timing[runs[0]]
+    first, spec = timing[runs[0]], BACKBONES[args.backbone]
     print(f"TempoFormer training step (collate + forward + focal loss + backward + fused AdamW, as training), "
-          f"all-MiniLM-L6-v2 (4 local + 2 TempoFormer layers), batch {BATCH_SIZE} consecutive posts (chunk "
+          f"{spec.model} ({spec.layers - 2} local + 2 TempoFormer layers, hidden {spec.hidden}, "
+          f"{spec.parameters_m}M parameters), batch {BATCH_SIZE} consecutive posts (chunk "
           f"batching), {first['source']} ({first['posts']} posts), torch {first['torch']}, {first['threads']} "
-          f"threads, seed {args.seed}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}")
+          f"threads, seed {args.seed}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}, kernels "
+          f"{args.kernels}" + (f" ({KERNEL_SETTINGS})" if args.kernels == "portable" else ""))
     print(f"max tokens per post: {args.max_tokens} for both paths (naive pads every post to {args.max_tokens}, "
           f"fast packs each post's real tokens)")
     print(f"s/step: median wall clock over {args.steps} steps after {args.warmup} warm-up, both paths "
@@ -289,10 +341,13 @@ def main() -> None:
     print("GFLOP: matmuls of a step (forward + backward; torch.utils.flop_counter, CPU fused attention kernels "
           "not counted): fast = mean over the measured batches, naive = step 1 (its shapes are fixed); "
           "GFLOP/s = GFLOP / s/step")
+    print("GEMM: the machine's fp32 GEMM rate in the timing process (torch.mm of the largest GEMM of a step, "
+          "(posts*tokens x hidden) @ (hidden x intermediate), timed between the steps; median); "
+          "share = the path's GFLOP/s / GEMM")
     print()
     head = (f"{'window':>6} {'pooling':>10} {'path':>5} {'s/step':>7} {'fwd':>6} {'bwd+opt':>7} {'cpu s':>6} "
             f"{'posts×tok':>11} {'slots':>5} {'GFLOP':>6} {'GFLOP/s':>7} {'peak MB':>7} {'train MB':>8} "
-            f"{'naive/fast':>10} {'cpu':>6} {'flop':>6}")
+            f"{'naive/fast':>10} {'cpu':>6} {'flop':>6} {'GEMM':>6} {'share':>6}")
     print(head)
     print("-" * len(head))
     for w, pooling in runs:
@@ -305,6 +360,7 @@ def main() -> None:
             L = statistics.mean(s["tokens"] for s in steps)
             slots = statistics.mean(s["slots"] for s in steps)
             ratios = ("", "", "")
+            share = mem["gflop"] / m["step_s"] / t["gemm"]["gflop_s"]
             if p == "fast":
                 ratios = (f"{med['naive']['step_s'] / m['step_s']:.2f}x",
                           f"{med['naive']['cpu_s'] / m['cpu_s']:.2f}x",
@@ -312,7 +368,8 @@ def main() -> None:
             print(f"{w:>6} {t['pooling']:>10} {p:>5} {m['step_s']:>7.3f} {m['forward_s']:>6.3f} "
                   f"{m['backward_opt_s']:>7.3f} {m['cpu_s']:>6.2f} {P:>5.1f}×{L:<5.1f} {slots:>5.1f} "
                   f"{mem['gflop']:>6.1f} {mem['gflop'] / m['step_s']:>7.1f} {mem['peak_mb']:>7.0f} "
-                  f"{mem['peak_mb'] - mem['setup_mb']:>8.0f} {ratios[0]:>10} {ratios[1]:>6} {ratios[2]:>6}")
+                  f"{mem['peak_mb'] - mem['setup_mb']:>8.0f} {ratios[0]:>10} {ratios[1]:>6} {ratios[2]:>6} "
+                  f"{t['gemm']['gflop_s']:>6.1f} {share:>6.0%}")
     print()
     print("posts×tok: input_ids the local layers encode (naive: gathered per window slot, B*w rows); "
           "slots: real window slots (rows of the fast path's 2 TempoFormer layers); pooling: post_pooling "
@@ -323,6 +380,7 @@ def main() -> None:
             print(f"window {w}, {t['pooling']}: max |logits naive - fast| = {t['check_max_abs_diff']:.2e}, "
                   f"max |grad naive - fast| = {t['check_max_grad_abs_diff']:.2e} (largest gradient entry "
                   f"{t['check_max_grad']:.2e}; focal loss, same weights, eval, first batch)")
+        print(f"window {w}, {t['pooling']}: GEMM shape {' x '.join(map(str, t['gemm']['shape']))}")
         print(f"window {w}, {t['pooling']}: 1-min load average {t['load'][0]:.1f} when its timing process "
               f"started, {t['load'][1]:.1f} when it ended")
     print(f"total {time.perf_counter() - started:.0f} s; 1-min load average {load0:.1f} at start, "
