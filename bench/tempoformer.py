@@ -35,12 +35,8 @@ Per window, two fresh subprocesses:
     HF_HUB_OFFLINE=1 python bench/tempoformer.py --kernels default           # torch's own kernels (AVX-512 here)
 
 Each timing process also measures the machine's fp32 GEMM rate (class Gemm) between the steps and
-prints each path's share of it. Measured 2026-12-05 on this 2-core machine, 2 threads, nothing
-else running: with the workflow's portable kernels MiniLM's fast path runs at 47% (window 5) and
-50% (window 20) of a 204-232 GFLOP/s GEMM, MPNet's at 58% and 68% of 220; with the default
-kernels MiniLM's is at 38% / 44% of 254-282. Dropout's Bernoulli draws (torch's serial CPU
-generator, about 5 ns per element, some 18M elements a MiniLM step at window 20) are a fifth of
-that step and cannot be made faster without changing every run's numbers.
+prints each path's share of it; --kernels portable (the default) runs both with the kernels the
+workflow's jobs use. Figures: bench/README.md.
 """
 
 from __future__ import annotations
@@ -243,8 +239,9 @@ def worker_time(args) -> dict:
 class Gemm:
     """The machine's fp32 GEMM rate on this process's threads: the shape of the local layers'
     feed-forward up-projection on a batch's tokens, (posts*tokens x hidden) @ (hidden x
-    intermediate), the largest GEMM of a step, repeated to about 6 GFLOP per timing after one untimed call. Timed between
-    the steps of the two paths, so load on a shared machine slows all three alike."""
+    intermediate), the largest GEMM of a step, repeated to about 6 GFLOP per timing after one
+    untimed call. Timed between the steps of the two paths, so load on a shared machine slows all
+    three alike."""
 
     def __init__(self, backbone: str, tokens: int):
         import torch
