@@ -3,6 +3,7 @@ scored abstract, per generation and per encoded abstract, and the whole run's bu
 
     python bench/future_lm_budget.py DIR --configfile config/future_lm_acl.yaml [--dataset acl]
         [--steps 6] [--eval-docs 24] [--generations 2] [--context-docs 16] [--lm JSON]
+        [--base-model smollm2-135m [--chunk 256]] [--finetune-epochs N] [--types a,b]
 
 DIR holds the dataset's corpus.parquet, corpus_counts.json, tokens.parquet and vocab.json (the
 future-lm-corpus and future-lm-tokenize subcommands, a few seconds each; the README's CPU-scale
@@ -11,6 +12,17 @@ contextual vectors are random (the LSTM's cost does not depend on their values),
 are the corpus's. Times are CPU seconds of this process (time.process_time) with one torch
 thread: the wall time on one free core. Wall seconds are printed beside them: on a busy machine
 they are larger. `--lm` overrides the config's lm section (to size a config).
+
+`--base-model NAME` (a pretrained causal LM, e.g. smollm2-135m: the 4-bit SmolLM2-135M-Instruct,
+set up with scripts/setup_backbone.sh) measures that model instead of the config's: the corpus is
+tokenised here with its tokenizer and whole vocabulary (restrict: false; DIR's tokens.parquet is
+the config tokenizer's), the timed steps are batches of chunks of at most `--chunk` tokens (its
+own context is far longer than an abstract), only the Baseline's step is timed unless `--types`
+names more (the other types are then costed at the Baseline's rate: their bias layers are not
+measured), there is no pretraining, and V_iw is costed as one forward pass of the LM over the
+capped abstracts at the scoring rate (an encoder with the LM's tokenizer: the LM itself).
+`--finetune-epochs` replaces the config's fine-tuning epochs in the budget (the paper: up to 10
+with early stopping).
 
 Budget (one seed), from the measured rates and the run's own counts of batches and pieces:
 - pretrain: epochs x (training steps) + (epochs + 1) dev passes;
@@ -49,7 +61,7 @@ from tempoformer.future_lm.evaluate import docs_of, token_nll  # noqa: E402
 from tempoformer.future_lm.frequency import compute_frequency  # noqa: E402
 from tempoformer.future_lm.generate import DecodeSettings, beam_sample  # noqa: E402
 from tempoformer.future_lm.lm import build_lm  # noqa: E402
-from tempoformer.future_lm.tokens import read_tokens, read_vocab  # noqa: E402
+from tempoformer.future_lm.tokens import load_stopwords, load_tokenizer, read_tokens, read_vocab, tokenize_corpus  # noqa: E402
 from tempoformer.future_lm.train import FitSettings, collate, make_batches  # noqa: E402
 
 
@@ -84,7 +96,11 @@ def main(argv=None):
     ap.add_argument("--generations", type=int, default=2)
     ap.add_argument("--context-docs", type=int, default=16)
     ap.add_argument("--lm", type=json.loads, default=None, help="lm section override (JSON)")
-    ap.add_argument("--types", default="baseline,frequency_nolstm,frequency,context,context2")
+    ap.add_argument("--types", default=None,
+                    help="model types whose step is timed (default: all five; with a pretrained --base-model: baseline)")
+    ap.add_argument("--base-model", default=None, help="a pretrained causal LM instead of the config's base_model")
+    ap.add_argument("--chunk", type=int, default=256, help="pretrained base model: tokens per timed chunk")
+    ap.add_argument("--finetune-epochs", type=int, default=None, help="fine-tuning epochs of the budget")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
 
@@ -93,27 +109,48 @@ def main(argv=None):
     ds = fl["datasets"][name]
     lm_cfg = a.lm or section(fl, ds, "lm")
     pre, fine = FitSettings.from_dict(section(fl, ds, "pretrain")), FitSettings.from_dict(section(fl, ds, "finetune"))
+    if a.finetune_epochs is not None:
+        fine = FitSettings.from_dict({**(section(fl, ds, "finetune") or {}), "epochs": a.finetune_epochs})
+    base_model = a.base_model or section(fl, ds, "base_model") or "scratch"
+    pretrained = base_model != "scratch"
+    types = a.types or ("baseline" if pretrained else "baseline,frequency_nolstm,frequency,context,context2")
     ev, decode = section(fl, ds, "evaluation") or {}, DecodeSettings.from_dict(section(fl, ds, "generation"))
     ctx_cfg = section(fl, ds, "context") or {}
     models = {m: fl["models"][m] for m in ds.get("models", fl["models"])}
 
     d = Path(a.dir)
-    vocab = read_vocab(d / "vocab.json")
-    tokens = read_tokens(d / "tokens.parquet")
+    if pretrained:  # its own tokenizer, whole vocabulary
+        c0 = time.process_time()
+        tokens, vocab, _ = tokenize_corpus(read_corpus(d / "corpus.parquet"), load_tokenizer(base_model),
+                                           load_stopwords(None), restrict=False)
+        print(f"tokenised {tokens.height} abstracts with {base_model}'s tokenizer: {time.process_time() - c0:.1f} cpu s")
+    else:
+        vocab = read_vocab(d / "vocab.json")
+        tokens = read_tokens(d / "tokens.parquet")
     counts = json.loads((d / "corpus_counts.json").read_text())
     splits = YearSplits.from_dict(counts["splits"])
     docs = {s: docs_of(tokens, years=y) for s, y in splits.split_years().items()}
     freq = compute_frequency(tokens, len(vocab), vocab.eos, 1.0, {vocab.pad, vocab.unk, vocab.bos})
     years = [int(y) for y in freq["years"]]
-    rng = np.random.default_rng(0)
-    ctx = {"years": np.asarray(years), "vectors": rng.normal(size=(len(years), len(vocab), 384)).astype(np.float16),
-           "counts": freq["counts"]}
+    ctx = None
+    if {"context", "context2"} & set(types.split(",")):  # random vectors, one year at a time (memory)
+        rng = np.random.default_rng(0)
+        vectors = np.empty((len(years), len(vocab), 384), dtype=np.float16)
+        for i in range(len(years)):
+            vectors[i] = rng.standard_normal((len(vocab), 384), dtype=np.float32)
+        ctx = {"years": np.asarray(years), "vectors": vectors, "counts": freq["counts"]}
     torch.manual_seed(0)
-    lm = build_lm("scratch", len(vocab), lm_cfg)
-    context = lm.context
+    c0, w0 = time.process_time(), time.perf_counter()
+    lm = build_lm(base_model, len(vocab), lm_cfg)
+    context = min(lm.context, a.chunk) if pretrained else lm.context
     n_params = sum(p.numel() for p in lm.parameters())
-    print(f"config {a.configfile} dataset {name}; lm {json.dumps(lm_cfg)}; {n_params / 1e6:.2f}M parameters, "
-          f"vocabulary {len(vocab)}; load average {os.getloadavg()[0]:.1f}")
+    from tempoformer.backbones import BACKBONES
+
+    what = f"{base_model} ({BACKBONES[base_model].model})" if base_model in BACKBONES else base_model
+    print(f"config {a.configfile} dataset {name}; base model {what}" + ("" if pretrained else f", lm {json.dumps(lm_cfg)}")
+          + f"; {n_params / 1e6:.2f}M parameters, vocabulary {len(vocab)}, chunks of {context} tokens; "
+          f"built in {time.process_time() - c0:.1f} cpu s ({time.perf_counter() - w0:.1f} wall); "
+          f"load average {os.getloadavg()[0]:.1f}")
 
     def batches_of(train_docs, batch_size):
         b = make_batches(train_docs, vocab.bos, vocab.eos, context, batch_size, np.random.default_rng(0))
@@ -122,8 +159,8 @@ def main(argv=None):
     # ---- training steps per model type
     step_cpu, rows = {}, []
     train_batches, train_tokens = batches_of(docs["train"], fine.batch_size)
-    for t in a.types.split(","):
-        spec = BiasSpec(type=t, alpha=1.0, alpha_learned=t != "baseline")
+    for t in types.split(","):
+        spec = BiasSpec(type=t, alpha=1.0, alpha_learned=t == "context2")  # the paper: α only in Eq. 10
         model = TemporalLM(lm, spec, YearFeatures(freq, ctx, splits.train[1], 2))
         opt = torch.optim.Adam([{"params": model.lm_parameters(), "lr": 1e-4},
                                 {"params": model.new_parameters() or [torch.zeros(1, requires_grad=True)], "lr": 1e-3}])
@@ -168,7 +205,6 @@ def main(argv=None):
 
     # ---- content METEOR: each generation against every test abstract (real abstracts stand in for generations)
     from tempoformer.future_lm.evaluate import content_meteor
-    from tempoformer.future_lm.tokens import load_stopwords
 
     corpus = read_corpus(d / "corpus.parquet")
     refs = corpus.filter(corpus["year"] == splits.test)["text"].to_list()
@@ -184,9 +220,12 @@ def main(argv=None):
     cap = ctx_cfg.get("cap_per_year")
     ctx_docs = sum(min(per_year.get(y, 0), cap or 10 ** 9) for y in ctx_years)
     ctx_cpu = None
-    if a.context_docs:
+    if pretrained:  # one forward pass of the LM over them, at the scoring rate
+        ctx_cpu = eval_per_token * float(np.mean([len(x.ids) + 2 for x in docs["train"]]))
+        print(f"context encoder (V_iw) costed as the LM's forward pass: {ctx_cpu:.3f} cpu s per abstract; "
+              f"{ctx_docs} abstracts over years {ctx_years[0]}-{ctx_years[-1]}")
+    elif a.context_docs:
         from tempoformer.future_lm.context import load_encoder, mean_embeddings
-        from tempoformer.future_lm.tokens import load_tokenizer
 
         info = load_tokenizer("minilm")
         enc = load_encoder("minilm")
@@ -210,7 +249,7 @@ def main(argv=None):
     if ev.get("chunked"):  # the authors' chunked perplexity: one more pass over the test year
         score_all += eval_per_token * sum(len(x.ids) + 1 for x in docs["test"])
     n_gen = int(ev.get("n_generate", 0))
-    lines = [("pretrain", fit_cost(docs["train"], pre, "baseline"))]
+    lines = [("pretrain", 0.0 if pretrained else fit_cost(docs["train"], pre, "baseline"))]
     if any(m["type"] in ("context", "context2") for m in models.values()) and ctx_cpu:
         lines.append(("context (V_iw)", ctx_docs * ctx_cpu))
     for m, entry in models.items():
@@ -226,7 +265,8 @@ def main(argv=None):
     if (fl.get("unigram") or {}).get("run", True):
         lines.append(("unigram", score_all))
     total = sum(c for _, c in lines)
-    print(f"\nbudget for one seed (cpu seconds = wall seconds on one free core); train {len(docs['train'])} abstracts, "
+    print(f"\nbudget for one seed (cpu seconds = wall seconds on one free core), fine-tuning {fine.epochs} epoch(s) "
+          f"+ {fine.epochs + 1} dev passes per model and grid point; train {len(docs['train'])} abstracts, "
           f"{train_tokens} training tokens per epoch, {len(train_batches)} batches; dev {len(docs['dev'])}, "
           f"test {len(docs['test'])}, further {len(docs['future'])}")
     for label, c in lines:
@@ -236,6 +276,9 @@ def main(argv=None):
     print(f"  {'total, 1 seed':28} {total / 3600:8.2f} h")
     print(f"  {'total, 3 seeds':28} {(total + 2 * per_seed) / 3600:8.2f} h   (pretrain and context once)")
     print(f"  (config seeds: {seeds})")
+    unmeasured = sorted({m["type"] for m in models.values()} - set(step_cpu) - {"baseline_n"})
+    if unmeasured:
+        print(f"  (steps of {', '.join(unmeasured)} costed at the Baseline's rate: not timed, see --types)")
 
 
 if __name__ == "__main__":

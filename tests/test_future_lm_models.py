@@ -35,9 +35,13 @@ def lm(seed=0, context=16):
     return CausalLM(LMConfig(vocab_size=V, d_model=16, n_layers=2, n_heads=2, d_ff=32, context=context, dropout=0.0))
 
 
-SPECS = [dict(type="frequency_nolstm"), dict(type="frequency_nolstm", nolstm_bias="pooled"), dict(type="frequency"),
-         dict(type="context"),
-         dict(type="context", context_bias="embedding"), dict(type="context2"),
+# alpha_scope all: α (set to 0 below) scales every bias, not only Context²'s (the paper's Eq. 10)
+ALL = dict(alpha_scope="all")
+SPECS = [dict(type="static_bias", **ALL), dict(type="frequency_nolstm", **ALL),
+         dict(type="frequency_nolstm", nolstm_bias="pooled", **ALL), dict(type="frequency", **ALL),
+         dict(type="context", **ALL), dict(type="context", context_proj=4, presence_flag=True, **ALL),
+         dict(type="context", context_bias="embedding", **ALL), dict(type="context2"),
+         dict(type="context2", context_proj=4, presence_flag=True),
          dict(type="context2", gate="summed_vocab"), dict(type="context2", gate="summed_vocab", length_factor=True)]
 
 
@@ -63,7 +67,8 @@ def test_alpha_zero_gives_the_base_models_logits(spec):
     assert not torch.allclose(moved, expected)  # the bias is not zero: alpha is what switched it off
 
 
-@pytest.mark.parametrize("spec", SPECS[:7], ids=lambda s: "-".join(str(v) for v in s.values()))
+@pytest.mark.parametrize("spec", [s for s in SPECS if not s.get("length_factor")],
+                         ids=lambda s: "-".join(str(v) for v in s.values()))
 def test_no_bias_on_unk_pad_bos(spec):
     base = lm()
     ids = torch.randint(4, V, (2, 5))
@@ -113,7 +118,7 @@ def test_the_authors_pooled_frequency_nolstm_bias_by_hand():
     np.testing.assert_allclose(scaled, 2 * b * np.log([5, 3, 1, 4]) / math.log(5) - b, rtol=1e-5)
     # in the model: one bias for every year (2019's own counts pooled even for a 2017 document)
     base = lm()
-    model = temporal(dict(type="frequency_nolstm", nolstm_bias="pooled", pooled_years=3), 1.0, base)
+    model = temporal(dict(type="frequency_nolstm", nolstm_bias="pooled", pooled_years=3, **ALL), 1.0, base)
     ids = torch.randint(4, V, (2, 5))
     f = features()
     pooled = smoothed_log_frequency(f.counts[:3].sum(axis=0, keepdims=True))[0]  # 2016-2018, last_train_year 2018
@@ -122,7 +127,7 @@ def test_the_authors_pooled_frequency_nolstm_bias_by_hand():
         for year in (2017, 2019, 2020):
             got, _ = model.logits(ids, year)
             torch.testing.assert_close(got - base(ids), expected_bias.expand_as(got), rtol=1e-4, atol=1e-4)
-        previous, _ = temporal(dict(type="frequency_nolstm"), 1.0, base).logits(ids, 2020)
+        previous, _ = temporal(dict(type="frequency_nolstm", **ALL), 1.0, base).logits(ids, 2020)
     assert not torch.allclose(previous, got, atol=1e-3)  # ours reads 2019's log f for 2020
     with pytest.raises(ValueError, match="pooled_years"):
         BiasSpec(type="frequency_nolstm", nolstm_bias="pooled", pooled_years=0)
@@ -139,7 +144,7 @@ def test_the_authors_unscaled_frequency_input_at_evaluation():
         evaluation_scaling(spec, "scaled")
     # the same trained weights fed the other input give other logits (the authors' mismatch)
     base = lm()
-    trained = temporal(dict(type="frequency", scaling="minmax"), 1.0, base, features(scaling="minmax"))
+    trained = temporal(dict(type="frequency", scaling="minmax", **ALL), 1.0, base, features(scaling="minmax"))
     mismatched = TemporalLM(base, trained.spec, features(scaling=evaluation_scaling(trained.spec, "unscaled")))
     mismatched.load_state_dict(trained.state_dict())
     ids = torch.randint(4, V, (2, 5))
@@ -357,6 +362,6 @@ def test_a_hugging_face_causal_lm_plugs_in_as_the_base_model():
         expected = hf(ids).logits
         got, _ = temporal(dict(type="context2"), 0.0, base).logits(ids, 2020)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
-    model = temporal(dict(type="frequency"), 1.0, base)
+    model = temporal(dict(type="frequency", **ALL), 1.0, base)
     settings = DecodeSettings(beams=3, top_k=10, top_p=0.92, max_tokens=8)
     assert beam_sample(model, 2020, BOS, EOS, settings, seed=1) == beam_sample(model, 2020, BOS, EOS, settings, seed=1)

@@ -24,7 +24,7 @@ def test_table3_over_two_seeds_by_hand(tmp_path):
         _run(tmp_path, "frequency", freq, 0, 90.0, 0.30, [19.0, 31.0, 35.0]),
         _run(tmp_path, "frequency", {**freq, "alpha": 0.5}, 1, 96.0, 0.30, [19.0, 29.0, 37.0]),
     ]
-    table, csv = table3(runs, paper_numbers(), "baseline", ["baseline", "frequency"],
+    table, csv = table3(runs, paper_numbers(), ["baseline"], ["baseline", "frequency"],
                         {"resamples": 200, "seed": 0})
     rows = {row[1]: dict(zip(table.header, row)) for row in table.rows}
     assert rows["baseline"]["Seeds"] == "2"
@@ -38,8 +38,10 @@ def test_table3_over_two_seeds_by_hand(tmp_path):
     assert rows["frequency"]["Sign test vs Baseline"] == "p=0.5 (2 better / 0 worse)"
     # The frequency model is never worse on a resample; only an all-tie draw (doc 1 three times)
     # counts half, so p is small but not zero at most.
-    p = float(rows["frequency"]["Bootstrap p"])
+    p = float(rows["frequency"]["Bootstrap p vs Baseline"])
     assert 0.0 <= p < 0.05
     ppl = csv.filter((pl.col("model") == "frequency") & (pl.col("metric") == "ppl_token")).row(0, named=True)
     assert ppl["mean"] == pytest.approx(93.0) and ppl["sd"] == pytest.approx(4.2426, abs=1e-4)
-    assert ppl["n_seeds"] == 2 and ppl["sign_p"] == pytest.approx(0.5)
+    assert ppl["n_seeds"] == 2 and ppl["sign_p_vs_baseline"] == pytest.approx(0.5)
+    # per seed: 90 / 100 - 1 = -10%, 96 / 110 - 1 = -12.7%
+    assert rows["frequency"]["ΔPPL/token vs Baseline, per seed"] == "-11.4% ± 1.9 (lower in 2 of 2)"

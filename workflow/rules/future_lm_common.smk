@@ -1,5 +1,7 @@
 # Settings and input functions of the future language modeling stage (rules: future_lm.smk).
 from tempoformer.future_lm.model_types import MODEL_TYPES as FL_MODEL_TYPES, NEEDS_CONTEXT as FL_NEEDS_CONTEXT
+from tempoformer.future_lm.model_types import check_model_entry as fl_check_model_entry
+from tempoformer.future_lm.model_types import resolve_baselines as fl_resolve_baselines
 
 FL = config.get("future_lm", {})
 FL_RESULTS = f"{RESULTS}/future_lm"
@@ -7,13 +9,16 @@ FL_DATASETS = FL.get("datasets", {})
 FL_MODELS = FL.get("models", {})
 FL_SEEDS = FL.get("seeds", [0])
 FL_THREADS = FL.get("threads", config.get("threads", 1))
-FL_BASELINE = FL.get("baseline", "baseline")
+# every model is tested against each of these; the first also gets the fixed-bias (unigram) checks
+FL_BASELINES = fl_resolve_baselines(FL, FL_MODELS) if FL else []
+FL_BASELINE = FL_BASELINES[0] if FL_BASELINES else None
 # Keys of a dataset entry that are the reader's spec (data.load_corpus); the rest are overrides.
 FL_SPEC_KEYS = ("sources", "years", "filter", "cap")
 
 for _name, _m in FL_MODELS.items():
     if _m.get("type") not in FL_MODEL_TYPES:
         raise ValueError(f"future_lm.models.{_name}: type {_m.get('type')!r} is not one of {FL_MODEL_TYPES}")
+    fl_check_model_entry(_m, f"future_lm.models.{_name}")
 for _name, _d in FL_DATASETS.items():
     for _m in _d.get("models", FL_MODELS):
         if _m not in FL_MODELS:
@@ -23,6 +28,7 @@ for _name, _d in FL_DATASETS.items():
 wildcard_constraints:
     fl_dataset="|".join(FL_DATASETS) or "(?!)",
     fl_model="|".join(FL_MODELS) or "(?!)",
+    fl_recent="[1-9][0-9]*",
 
 
 def fl_dir(name):
@@ -95,6 +101,28 @@ def fl_unigram_outputs(name):
     return [f"{fl_dir(name)}/unigram/seed{s}.json" for s in FL_SEEDS]
 
 
+def fl_recent_years(name, model):
+    """n of each grid point of a Baseline-n entry that starts from a scratch LM pretrained on the
+    n most recent training years only (start: base with base_model: scratch; train.start_checkpoint)."""
+    entry = FL_MODELS[model]
+    if entry["type"] != "baseline_n" or entry.get("start", "base") != "base" \
+            or (fl_section(name, "base_model") or "scratch") != "scratch":
+        return []
+    ns = entry.get("n", [])
+    return sorted({int(n) for n in (ns if isinstance(ns, list) else [ns])})
+
+
+def fl_pretrain_recent_seconds(w):
+    """Pretraining (resources.smk's estimate) on the n most recent of the training years."""
+    first, last = FL_DATASETS[w.fl_dataset].get("years", {}).get("train", [0, 0])
+    return fl_fit_seconds(w.fl_dataset, "pretrain", min(int(w.fl_recent), last - first + 1) / (last - first + 1))
+
+
+def fl_recent_pretrained(name, model):
+    """{n: the checkpoint pretrained on the n most recent training years} of a Baseline-n entry."""
+    return {n: f"{fl_dir(name)}/pretrained_recent{n}.pt" for n in fl_recent_years(name, model)}
+
+
 def fl_model_inputs(w):
     d = fl_dir(w.fl_dataset)
     inputs = {"tokens": f"{d}/tokens.parquet", "vocab": f"{d}/vocab.json", "counts": f"{d}/corpus_counts.json",
@@ -102,6 +130,19 @@ def fl_model_inputs(w):
     if FL_MODELS[w.fl_model]["type"] in FL_NEEDS_CONTEXT:
         inputs["context"] = f"{d}/context.npz"
     return inputs
+
+
+def fl_train_inputs(w):
+    """fl_model_inputs, and Baseline-n's recent-years checkpoints (recent1, recent2, ...)."""
+    recent = {f"recent{n}": path for n, path in fl_recent_pretrained(w.fl_dataset, w.fl_model).items()}
+    return {**fl_model_inputs(w), **recent}
+
+
+def fl_recent_flag(w):
+    recent = fl_recent_pretrained(w.fl_dataset, w.fl_model)
+    if not recent:
+        return ""
+    return flag("recent-pretrained", json.dumps({str(n): p for n, p in recent.items()}, sort_keys=True))
 
 
 def fl_model_entry(w):

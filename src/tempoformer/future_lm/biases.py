@@ -5,13 +5,29 @@ tied input/output embedding of entry w, W = E unless `output_layer: untied_new`)
 
     logit_kw = W_wᵀ H_k + α B_(i)(k)w
 
-α multiplies every temporal bias (fixed, or learned from its initial value with
-`alpha_learned`), so α = 0 gives exactly the base model's logits. Year i's history is the
-`window` (m) years before it (data.history_years); the bias is computed once per year.
+α (`alpha_scope`): the paper has α only in Eq. 10 (Context²), "a tuned hyperparameter" (a grid
+1 ... 1e-5, or learned from 1); `alpha_scope: context2` (default) keeps it there, and every
+other bias is added as it is (α fixed at 1; a grid or alpha_learned on such a model is refused).
+`alpha_scope: all` scales every bias by α (this code's first reading). For Frequency, Context and
+the static bias, α (Aᵀh + a) is only a reparametrisation of the learned A and a (and α b of b):
+a learned α adds no function the model could not already represent, it changes the optimiser's
+steps (Adam moves each parameter by about lr, so α rescales the bias's effective learning rate
+and initial size); a fixed α is the same as another initial scale of A. Only for
+Frequency-NoLSTM, which has no learned weight, does α change what the model can express.
+So Frequency-NoLSTM keeps α under either scope: it is that model's feature weight (the paper's
+α grid is searched "for each model"), not an extra scale.
+α = 0 gives exactly the base model's logits. Year i's history is the `window` (m) years before
+it (data.history_years); the bias is computed once per year.
 
 Readings of the equations (the printed dimensions do not agree; these are the ones we use):
 
-- Baseline / Baseline-n: B = 0 (Baseline-n: trained on the n most recent training years).
+- Baseline / Baseline-n: B = 0 (Baseline-n: trained on the n most recent training years, from
+  the start point `start` of train.start_checkpoint).
+- Static bias (a control, not in the paper): B_w = b_w, one learned bias per vocabulary entry,
+  the same for every year (initialised at 0, so training starts from the base LM). The base LM
+  has no output bias, so a learned per-word bias can lower perplexity for reasons that have
+  nothing to do with time (the training years' unigram prior, the fine-tuning domain); a temporal
+  model has to beat this one to show that time helps.
 - Frequency-NoLSTM: B_iw = log f_{i-1,w} - mean_w log f_{i-1,w} (the previous year's smoothed log
   frequency, centred; softmax ignores the shift). The authors instead use one frozen bias from
   2017-2019 pooled counts for every document (future_language_model_trainer.py:400-410:
@@ -24,9 +40,14 @@ Readings of the equations (the printed dimensions do not agree; these are the on
   shared across words, run as a batch over the vocabulary, its last hidden state; A ∈ R^32 and
   the scalar a as the authors' Linear(32, 1) (model.py:478-480). `scaling: minmax` feeds the
   authors' per-year min-max scaled log f (into ±1/sqrt(768)) instead.
-- Context (Eqs. 7-8): B_iw = Aᵀ LSTM(P [V_{i-m,w}; p_{i-m,w}], ..., P [V_{i-1,w}; p_{i-1,w}]), V the
-  year's mean contextual vector (context.py), p ∈ {0, 1} whether w occurs in that year, P a
-  down-projection (384+1 -> 64) so the LSTM over the whole vocabulary is affordable on a CPU.
+- Context (Eqs. 7-8): B_iw = Aᵀ LSTM(V_{i-m,w}, ..., V_{i-1,w}) + a, V the year's mean contextual
+  vector (context.py; zeros in a year where w does not occur). Two options of this code, off by
+  default (the paper's reading): `presence_flag: true` appends p ∈ {0, 1}, whether w occurs in
+  that year, to V (an absent word's zero vector is otherwise indistinguishable from a word whose
+  mean vector is near 0); `context_proj: k` projects [V; p] to k dimensions before the LSTM
+  (first chosen at 64 to make the LSTM over the whole vocabulary cheaper on a CPU: measured on a
+  9,208-entry vocabulary, m = 2, one thread, forward + backward 0.087 s with 385 -> 64 against
+  0.16 s without, per training batch of ~1.0-1.2 s).
   The authors' form (`context_bias: embedding`, model.py:844-845, 939-940): the LSTM state is
   projected to R^d and dotted with H_k, B_ikw = H_kᵀ M h_iw, per position.
 - Context² (Eqs. 9-10), literal reading (`gate: per_word`, default): h_iw = P LSTM(...) ∈ R^d,
@@ -40,11 +61,11 @@ Readings of the equations (the printed dimensions do not agree; these are the on
   D b̃_i added to H_k before the output layer, i.e. B_ikw = gate_k W_wᵀ D b̃_i. Their new,
   untied, randomly initialised output layer is `output_layer: untied_new` (any model).
 
-No bias on UNK (nor PAD, BOS): with a vocabulary restricted to the pieces of the training
-years, UNK is rare in those years by construction and common in later ones, so a bias learned
-from UNK's frequency would exploit how the vocabulary was built, not how language changed (in a
-first smoke run, Frequency-NoLSTM "gained" 33% test perplexity that way). Every model predicts
-UNK with the base LM's logit alone.
+No bias on UNK (nor PAD, BOS), in every biased model, the static one included: with a vocabulary
+restricted to the pieces of the training years, UNK is rare in those years by construction and
+common in later ones, so a bias learned from UNK's frequency would exploit how the vocabulary
+was built, not how language changed (in a first smoke run, Frequency-NoLSTM "gained" 33% test
+perplexity that way). Every model predicts UNK with the base LM's logit alone.
 
 Not reproduced as options: the authors' use of a document's own-year statistics when fewer than
 m past years exist and negative year indices wrapping to future years (both dormant with
@@ -64,8 +85,8 @@ from torch import nn
 from ..settings import settings_from_dict
 from .data import history_years
 from .frequency import scale_minmax, smoothed_log_frequency
-from .model_types import MODEL_TYPES, NEEDS_CONTEXT, TEMPORAL  # noqa: F401 (re-exported)
-
+from .model_types import (ALPHA_SCOPES, BASELINE_N_STARTS, BIASED, MODEL_TYPES, NEEDS_CONTEXT,  # noqa: F401
+                          TEMPORAL, alpha_applies, check_model_entry)
 
 
 @dataclass
@@ -74,8 +95,10 @@ class BiasSpec:
     window: int = 2                 # m: history years
     alpha: float = 1.0              # scale of the bias (one grid point)
     alpha_learned: bool = False     # α a parameter initialised at `alpha`
+    alpha_scope: str = "context2"   # context2: α only in Eq. 10 (the paper) | all: α on every bias
     lstm_hidden: int = 32
-    context_proj: int = 64          # Context/Context²: V_iw (+ presence flag) projected to this before the LSTM
+    context_proj: int | None = None  # Context/Context²: None = the LSTM over V_iw (the paper); k: projected to k first
+    presence_flag: bool = False     # Context/Context²: append whether w occurs in the year to V_iw
     scaling: str = "none"           # none | minmax: the authors' per-year min-max scaling of log f
     output_layer: str = "tied"      # tied | untied_new (the authors' new output layer)
     context_bias: str = "scalar"    # Context: scalar (Eq. 8) | embedding (the authors' H_kᵀ M h_iw)
@@ -84,10 +107,11 @@ class BiasSpec:
     n: int | None = None            # Baseline-n: training years (one grid point)
     nolstm_bias: str = "previous_year"  # Frequency-NoLSTM: previous_year | pooled (the authors' one frozen bias)
     pooled_years: int = 3           # nolstm_bias pooled: the last training years pooled (the authors: 2017-2019)
+    start: str = "base"             # Baseline-n: base (the paper) | pretrained (train.start_checkpoint)
 
     CHOICES = {"type": MODEL_TYPES, "scaling": ("none", "minmax"), "output_layer": ("tied", "untied_new"),
                "context_bias": ("scalar", "embedding"), "gate": ("per_word", "summed_vocab"),
-               "nolstm_bias": ("previous_year", "pooled")}
+               "nolstm_bias": ("previous_year", "pooled"), "alpha_scope": ALPHA_SCOPES, "start": BASELINE_N_STARTS}
 
     def __post_init__(self):
         for key, allowed in self.CHOICES.items():
@@ -99,6 +123,10 @@ class BiasSpec:
             raise ValueError("length_factor is the authors' summed_vocab gate's defect: set gate: summed_vocab")
         if self.pooled_years < 1:
             raise ValueError(f"pooled_years must be at least 1, got {self.pooled_years}")
+        if self.context_proj is not None and (isinstance(self.context_proj, bool) or int(self.context_proj) < 1):
+            raise ValueError(f"context_proj must be null (the paper: no projection) or an integer >= 1, "
+                             f"got {self.context_proj!r}")
+        check_model_entry(asdict(self))
 
     @classmethod
     def from_dict(cls, d: dict) -> "BiasSpec":
@@ -176,8 +204,8 @@ class YearFeatures:
             log_f = scale_minmax(log_f, self.bound)
         return torch.tensor(log_f[0], dtype=torch.float32)
 
-    def context_history(self, year: int) -> torch.Tensor:
-        """[V, m, D + 1]: V_iw and the presence flag of the history years (absent: zeros)."""
+    def context_history(self, year: int, presence_flag: bool = False) -> torch.Tensor:
+        """[V, m, D] V_iw of the history years (absent: zeros); [V, m, D + 1] with the presence flag."""
         if self.ctx is None:
             raise ValueError("this model needs the per-year contextual embeddings (context.npz)")
         steps = []
@@ -189,7 +217,7 @@ class YearFeatures:
             else:
                 vec = torch.zeros(self.vocab_size, self.ctx.shape[2])
                 flag = torch.zeros(self.vocab_size, 1)
-            steps.append(torch.cat([vec, flag], dim=-1))
+            steps.append(torch.cat([vec, flag], dim=-1) if presence_flag else vec)
         return torch.stack(steps, dim=1)
 
 
@@ -208,7 +236,8 @@ class HistoryLSTM(nn.Module):
 
 
 class TemporalLM(nn.Module):
-    """Base LM + temporal bias of `spec`; `logits(ids, year, past)` for one year per call."""
+    """Base LM + the bias of `spec` (temporal, or the static control); `logits(ids, year, past)`
+    for one year per call."""
 
     def __init__(self, lm: nn.Module, spec: BiasSpec, features: YearFeatures | None = None,
                  context_dim: int = 384):
@@ -224,11 +253,13 @@ class TemporalLM(nn.Module):
             self.head = nn.Parameter(torch.empty(vocab, d))
             nn.init.kaiming_uniform_(self.head, a=math.sqrt(5))
         t = spec.type
-        if t == "frequency":
+        if t == "static_bias":  # one bias per entry, no time; 0 at the start: the base LM's logits
+            self.static = nn.Parameter(torch.zeros(vocab))
+        elif t == "frequency":
             self.history_net = HistoryLSTM(1, h)
             self.A = nn.Linear(h, 1)
         elif t in NEEDS_CONTEXT:
-            self.history_net = HistoryLSTM(context_dim + 1, h, spec.context_proj)
+            self.history_net = HistoryLSTM(context_dim + int(spec.presence_flag), h, spec.context_proj)
             if t == "context" and spec.context_bias == "scalar":
                 self.A = nn.Linear(h, 1)
             elif t == "context":
@@ -260,6 +291,8 @@ class TemporalLM(nn.Module):
         device = self.output_weight.device
         if t in ("baseline", "baseline_n"):
             return None
+        if t == "static_bias":
+            return self.static
         if t == "frequency_nolstm":
             if spec.nolstm_bias == "pooled":
                 prev = f.pooled_log_f(spec.pooled_years).to(device)
@@ -268,7 +301,7 @@ class TemporalLM(nn.Module):
             return prev - prev.mean()
         if t == "frequency":
             return self.A(self.history_net(f.freq_history(year).to(device))).squeeze(-1)
-        hist = self.history_net(f.context_history(year).to(device))      # [V, h]
+        hist = self.history_net(f.context_history(year, spec.presence_flag).to(device))  # [V, h]
         if t == "context":
             return self.A(hist).squeeze(-1) if spec.context_bias == "scalar" else self.M(hist)  # [V] | [V, d]
         E = self.lm.output_weight                                         # the tied input embedding
@@ -283,7 +316,7 @@ class TemporalLM(nn.Module):
         t, spec = self.spec.type, self.spec
         if state is None:
             return None
-        if t in ("frequency_nolstm", "frequency") or (t == "context" and spec.context_bias == "scalar"):
+        if t in ("static_bias", "frequency_nolstm", "frequency") or (t == "context" and spec.context_bias == "scalar"):
             return state
         if t == "context":
             return H @ state.T
@@ -300,7 +333,7 @@ class TemporalLM(nn.Module):
         """(logits [B, T, V], past'). `state`: year_state(year), when the caller keeps it."""
         H, presents = self.lm.hidden(ids, past)
         out = H @ self.output_weight.T
-        if self.spec.type in TEMPORAL:
+        if self.spec.type in BIASED:
             if state is None:
                 state = self.year_state(year)
             out = out + self.alpha * self.bias(H, state) * self.features.bias_mask.to(out.device)

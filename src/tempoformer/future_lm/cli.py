@@ -117,8 +117,10 @@ def _split_docs(tokens_path, counts_path):
 
 
 def run_pretrain(tokens: str, vocab_path: str, counts_path: str, output: str, settings: dict, seed: int = 0,
-                 threads: int | None = None, device: str | None = None) -> dict:
-    """pretrained.pt: the base LM trained on the training years (scratch), or the named model."""
+                 threads: int | None = None, device: str | None = None, recent_years: int | None = None) -> dict:
+    """pretrained.pt: the base LM trained on the training years (scratch), or the named model.
+    `recent_years` n: a scratch LM trained on the n most recent training years only (Baseline-n's
+    start point `base`, train.start_checkpoint)."""
     import torch
 
     from .biases import BiasSpec, TemporalLM
@@ -129,17 +131,26 @@ def run_pretrain(tokens: str, vocab_path: str, counts_path: str, output: str, se
 
     device = job_setup(threads, device, quiet_transformers=False)
     warn_if_unpinned(threads, device, "future-lm-pretrain")
+    base_model = settings.get("base_model", "scratch")
+    if recent_years is not None and (base_model != "scratch" or int(recent_years) < 1):
+        raise ValueError(f"--recent-years {recent_years}: only a scratch LM (base_model: scratch) is pretrained "
+                         f"here, on n >= 1 recent training years; base_model is {base_model!r}")
     vocab = read_vocab(vocab_path)
     _, splits, docs = _split_docs(tokens, counts_path)
+    train_docs = docs["train"]
+    if recent_years is not None:
+        train_docs = [d for d in train_docs if d.year > splits.train[1] - int(recent_years)]
     torch.manual_seed(seed)
-    lm = build_lm(settings.get("base_model", "scratch"), len(vocab), settings.get("lm"))
-    info = {"seed": seed, "base_model": settings.get("base_model", "scratch"),
+    lm = build_lm(base_model, len(vocab), settings.get("lm"))
+    info = {"seed": seed, "base_model": base_model, "recent_years": recent_years,
+            "train_docs": len(train_docs) if base_model == "scratch" else None,  # a pretrained model: none here
             "params": sum(p.numel() for p in lm.parameters()), "vocab_size": len(vocab),
             "numerics": numerics(device)}
-    if settings.get("base_model", "scratch") == "scratch":
+    if base_model == "scratch":
         model = TemporalLM(lm, BiasSpec("baseline"))
         fit_settings = FitSettings.from_dict(settings.get("pretrain"))
-        state, record = fit(model, docs["train"], docs["dev"], vocab, fit_settings, seed, device, "pretrain")
+        label = "pretrain" if recent_years is None else f"pretrain on the last {recent_years} training years"
+        state, record = fit(model, train_docs, docs["dev"], vocab, fit_settings, seed, device, label)
         model.load_state_dict(state)
         info["train_log"] = record
     save_pretrained(lm.cpu(), output, info)
@@ -147,27 +158,31 @@ def run_pretrain(tokens: str, vocab_path: str, counts_path: str, output: str, se
 
 
 def grid_points(model_cfg: dict) -> list[dict]:
-    """The grid of a model entry: every α (temporal models) or n (Baseline-n)."""
+    """The grid of a model entry: every α (biased models) or n (Baseline-n)."""
+    from .model_types import BIASED
+
     fixed = {k: v for k, v in model_cfg.items() if k not in ("alpha", "n")}
     alphas = model_cfg.get("alpha", [1.0])
     alphas = alphas if isinstance(alphas, list) else [alphas]
     ns = model_cfg.get("n", [None])
     ns = ns if isinstance(ns, list) else [ns]
-    if model_cfg.get("type") not in ("frequency_nolstm", "frequency", "context", "context2"):
+    if model_cfg.get("type") not in BIASED:
         alphas = [0.0]
     return [{**fixed, "alpha": float(a), "n": n} for a in alphas for n in ns]
 
 
 def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context: str | None, pretrained: str,
               name: str, model_cfg: dict, settings: dict, seed: int, output: str,
-              threads: int | None = None, device: str | None = None) -> dict:
-    """model.pt (+ train.json beside it): fine-tune `name` over its grid, keep the best on dev."""
+              threads: int | None = None, device: str | None = None, recent: dict | None = None) -> dict:
+    """model.pt (+ train.json beside it): fine-tune `name` over its grid, keep the best on dev.
+    `recent` {n: path}: scratch LMs pretrained on the n most recent training years (Baseline-n's
+    start point `base`, train.start_checkpoint)."""
     import torch
 
     from .biases import BiasSpec, TemporalLM
     from .checkpoint import load_pretrained_lm, save_model
     from .tokens import read_vocab
-    from .train import FitSettings, fit
+    from .train import FitSettings, fit, start_checkpoint
 
     device = job_setup(threads, device, quiet_transformers=False)
     warn_if_unpinned(threads, device, "future-lm-train")
@@ -176,11 +191,13 @@ def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context
     _, splits, docs = _split_docs(tokens, counts_path)
     fit_settings = FitSettings.from_dict(settings.get("finetune"))
     shortcut = bool(settings.get("shortcut", False))
+    scratch = settings.get("base_model", "scratch") == "scratch"
     best, points = None, []
     for point in grid_points(model_cfg):
         spec = BiasSpec.from_dict(point)
         features = _features(freq, context, counts_path, spec.window, shortcut, spec.scaling)
-        lm, pretrained_info = load_pretrained_lm(pretrained)
+        start = start_checkpoint(spec, pretrained, recent, scratch)
+        lm, pretrained_info = load_pretrained_lm(start)
         torch.manual_seed(seed)
         model = TemporalLM(lm, spec, features)
         train_docs = docs["train"]
@@ -189,7 +206,9 @@ def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context
             train_docs = [d for d in train_docs if d.year >= first]
         label = f"{name} alpha={spec.alpha} n={spec.n} seed {seed}"
         state, record = fit(model, train_docs, docs["dev"], vocab, fit_settings, seed, device, label)
-        points.append({"alpha": spec.alpha, "n": spec.n, "best_dev_ppl": record["best_dev_ppl"],
+        points.append({"alpha": spec.alpha, "n": spec.n, "start": spec.start if spec.type == "baseline_n" else None,
+                       "start_checkpoint": Path(start).name, "start_train_docs": pretrained_info.get("train_docs"),
+                       "best_dev_ppl": record["best_dev_ppl"],
                        "best_epoch": record["best_epoch"], "train_docs": len(train_docs), "log": record})
         if best is None or record["best_dev_ppl"] < best[0]:
             model.load_state_dict(state)
@@ -300,11 +319,13 @@ def run_unigram(tokens: str, vocab_path: str, counts_path: str, freq: str, model
                 **{f"future_{y}": [d for d in docs["future"] if d.year == y] for y in splits.future}}
     u = dict(settings.get("unigram") or {})
     ev = dict(settings.get("evaluation") or {})
+    reference = u.get("reference", "training_years")
     results = evaluate_predictors(model, read_frequency(freq), by_split, vocab, int(u.get("window", 2)),
-                                  splits.train[1], bool(settings.get("shortcut", False)),
+                                  splits.train, bool(settings.get("shortcut", False)),
                                   u.get("betas", [0.0, 0.25, 0.5, 1.0]), u.get("trend_years"),
-                                  ev.get("stride"), int(ev.get("batch_size", 8)), device)
-    out = {"base": info["model"], "seed": info["seed"], "years": {"dev": splits.dev, "test": splits.test,
+                                  ev.get("stride"), int(ev.get("batch_size", 8)), device, reference)
+    out = {"base": info["model"], "seed": info["seed"], "reference": reference,
+           "years": {"dev": splits.dev, "test": splits.test,
            **{f"future_{y}": y for y in splits.future}}, "predictors": results,
            "numerics": numerics(device), "train_numerics": info.get("numerics")}
     _json_dump(output, out)
@@ -346,12 +367,12 @@ def cmd_future_lm_context(a):
 
 
 def cmd_future_lm_pretrain(a):
-    run_pretrain(a.tokens, a.vocab, a.counts, a.output, a.settings, a.seed, a.threads, a.device)
+    run_pretrain(a.tokens, a.vocab, a.counts, a.output, a.settings, a.seed, a.threads, a.device, a.recent_years)
 
 
 def cmd_future_lm_train(a):
     run_train(a.tokens, a.vocab, a.counts, a.frequency, a.context, a.pretrained, a.name, a.model, a.settings,
-              a.seed, a.output, a.threads, a.device)
+              a.seed, a.output, a.threads, a.device, a.recent_pretrained)
 
 
 def cmd_future_lm_evaluate(a):
@@ -416,6 +437,8 @@ def register(sub) -> None:
     data(p, "tokens", "vocab", "counts")
     p.add_argument("--settings", type=_json, required=True, help='JSON {"base_model", "lm", "pretrain"}')
     p.add_argument("--seed", type=int, default=0, help="seed of the initialisation and batch order")
+    p.add_argument("--recent-years", type=int, default=None,
+                   help="pretrain a scratch LM on the N most recent training years only (Baseline-n's start: base)")
     p.add_argument("--output", required=True, help="pretrained.pt to write")
     runtime(p)
     p.set_defaults(func=cmd_future_lm_pretrain)
@@ -424,9 +447,12 @@ def register(sub) -> None:
     data(p, "tokens", "vocab", "counts", "frequency")
     p.add_argument("--context", default=None, help="context.npz (Context and Context² models)")
     p.add_argument("--pretrained", required=True, help="pretrained.pt (future-lm-pretrain)")
+    p.add_argument("--recent-pretrained", type=_json, default=None,
+                   help='JSON {"n": path}: scratch LMs pretrained on the n most recent training years '
+                        "(Baseline-n with start: base on a scratch LM)")
     p.add_argument("--name", required=True, help="model name (the config entry)")
     p.add_argument("--model", type=_json, required=True, help="model entry as JSON {type, alpha: [..], n: [..], ...}")
-    p.add_argument("--settings", type=_json, required=True, help='JSON {"finetune", "shortcut"}')
+    p.add_argument("--settings", type=_json, required=True, help='JSON {"finetune", "shortcut", "base_model"}')
     p.add_argument("--seed", type=int, required=True, help="seed of new parameters, batch order, dropout")
     p.add_argument("--output", required=True, help="model.pt to write (train.json beside it)")
     runtime(p)
@@ -456,7 +482,7 @@ def register(sub) -> None:
     data(p, "counts", "corpus")
     p.add_argument("--metrics", nargs="+", required=True, help="every run's metrics.json")
     p.add_argument("--unigram", nargs="*", default=[], help="future-lm-unigram outputs")
-    p.add_argument("--settings", type=_json, default={}, help='JSON {"dataset", "baseline", "figure1b_words", ...}')
+    p.add_argument("--settings", type=_json, default={}, help='JSON {"dataset", "baselines", "figure1b_words", ...}')
     p.add_argument("--out-dir", required=True, help="tables folder")
     p.add_argument("--figures-dir", required=True, help="figures folder")
     p.set_defaults(func=cmd_future_lm_tables)

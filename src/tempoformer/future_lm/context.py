@@ -34,10 +34,11 @@ def load_encoder(name: str, device: str = "cpu"):
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
-    from .tokens import tokenizer_path
+    from ..causal_lms import pretrained_source
 
     hf_logging.disable_progress_bar()
-    model = AutoModel.from_pretrained(tokenizer_path(name), local_files_only=True)
+    folder, extra = pretrained_source(name)  # a registered GGUF model opens as (folder, gguf_file)
+    model = AutoModel.from_pretrained(folder, local_files_only=True, **extra)
     return model.eval().to(device)
 
 

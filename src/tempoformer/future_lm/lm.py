@@ -5,12 +5,16 @@ No GPT-2 weights are reachable offline, so `base_model: scratch` (the default) b
 GPT-2-shaped decoder (learned positions, pre-LayerNorm blocks, GELU MLP, tied input/output
 embeddings) over the restricted WordPiece vocabulary (tokens.py), pretrained once on the
 training years (train.pretrain); every model is then fine-tuned from that checkpoint, as the
-paper fine-tunes GPT-2. `base_model: gpt2` (or any folder/name of a causal LM with tied
-embeddings) loads that model instead, through the same two methods the temporal models use:
+paper fine-tunes GPT-2. `base_model: smollm2-135m` (the registered 4-bit SmolLM2-135M-Instruct,
+an opt-in set-up; tempoformer/causal_lms.py), `gpt2`, or any folder/name/.gguf file of a causal LM
+with tied embeddings loads that model instead, through the same two methods the temporal models use:
 
     hidden(ids, past) -> (H [B, T, d], past')      output_weight -> E [V, d]
 
-`past` is a key/value cache (generation), `reorder(past, index)` follows beam reordering.
+H is the final (normalised) hidden state of the model's body, without its output head: the
+temporal models multiply it by E themselves. `past` is a key/value cache (generation): a tuple
+of per-layer tensors, or the Cache object of transformers 5; `reorder(past, index)` follows beam
+reordering. A GGUF file is de-quantized to float32 on loading.
 """
 
 from __future__ import annotations
@@ -136,8 +140,8 @@ class CausalLM(nn.Module):
 
 
 class HFCausalLM(nn.Module):
-    """A Hugging Face causal LM (e.g. gpt2) behind the same interface; its vocabulary is the
-    tokenizer's (tokens.py with restrict: false)."""
+    """A Hugging Face causal LM (smollm2-135m, gpt2, a folder or .gguf file) behind the same
+    interface; its vocabulary is the tokenizer's (tokens.py with restrict: false)."""
 
     def __init__(self, name_or_path: str, model=None):
         super().__init__()
@@ -145,10 +149,16 @@ class HFCausalLM(nn.Module):
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from transformers import AutoModelForCausalLM
 
-            model = AutoModelForCausalLM.from_pretrained(name_or_path, local_files_only=True)
+            from ..causal_lms import pretrained_source
+
+            folder, kwargs = pretrained_source(name_or_path)
+            if "gguf_file" in kwargs:  # de-quantized: train and score in float32
+                kwargs["dtype"] = torch.float32
+            model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **kwargs)
         self.name = name_or_path
         self.model = model
         cfg = model.config
+        # GPT-2 calls it n_positions, Llama max_position_embeddings
         self._context = getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024)
         self._d = getattr(cfg, "n_embd", None) or cfg.hidden_size
 
@@ -165,8 +175,10 @@ class HFCausalLM(nn.Module):
         return self.model.get_output_embeddings().weight
 
     def hidden(self, ids, past=None):
-        out = self.model(input_ids=ids, past_key_values=past, use_cache=True, output_hidden_states=True)
-        return out.hidden_states[-1], out.past_key_values
+        # the body only (GPT2Model, LlamaModel, ...): the output head's [B, T, V] logits would be
+        # computed for nothing, the temporal model multiplies H by E itself
+        out = self.model.base_model(input_ids=ids, past_key_values=past, use_cache=True)
+        return out.last_hidden_state, out.past_key_values
 
     @staticmethod
     def reorder(past, index):
@@ -180,12 +192,11 @@ class HFCausalLM(nn.Module):
 
 
 def build_lm(base_model: str, vocab_size: int, settings: dict | None = None):
-    """`scratch`: a new CausalLM of `settings` (LMConfig keys); else a Hugging Face causal LM."""
+    """`scratch`: a new CausalLM of `settings` (LMConfig keys); else a Hugging Face causal LM
+    (a registered name such as smollm2-135m, a folder, hub id or .gguf file)."""
     if base_model == "scratch":
         return CausalLM(LMConfig.from_dict(settings or {}, vocab_size))
-    from .tokens import tokenizer_path
-
-    lm = HFCausalLM(tokenizer_path(base_model))
+    lm = HFCausalLM(base_model)
     if lm.output_weight.shape[0] != vocab_size:
         raise ValueError(f"base model {base_model} has {lm.output_weight.shape[0]} outputs, the vocabulary "
                          f"{vocab_size}: use its own tokenizer with restrict: false")

@@ -4,11 +4,13 @@
   the paper's; future_lm_years: the per-year counts behind it and Figure 3 (raw, dropped by each
   filter reason, kept, used after the cap), beside the authors' per-year file lines.
 - future_lm_table3: the automatic metrics of §4.4 on the test year per model, mean ± sd over
-  seeds, with the sign test and the paired bootstrap against the Baseline; the paper's columns
-  are empty because its numbers are not in our copy (paper_numbers.csv says so).
+  seeds, with, against each entry of `baselines` (Baseline and Baseline-n), the sign test and the
+  paired bootstrap over test abstracts and the per-seed perplexity difference (significance.py);
+  the paper's columns are empty because its numbers are not in our copy (paper_numbers.csv says so).
 - future_lm_beyond: beyond the paper: perplexity on every evaluated year (dev, test, and the
-  further future years such as 2022, two years after training), and the fixed frequency biases
-  of unigram.py (last year, linear trend, the next-year oracle) alone and on the Baseline.
+  further future years such as 2022, two years after training) and its difference from each
+  baseline, and the fixed frequency biases of unigram.py (last year, linear trend, the next-year
+  oracle) alone and on the first baseline.
 - Figures: future_lm_figure3.png (abstracts per year), future_lm_figure1b.png (frequency by year
   of chosen words), future_lm_ppl_by_year.png (perplexity per year and model).
 
@@ -26,12 +28,22 @@ import polars as pl
 from ..artefacts import read_json, read_parquet
 from ..atomic import write_with
 from ..reporting.render import Table, write_table
+from .model_types import BIASED, MODEL_TYPES, NEEDS_CONTEXT, alpha_applies, resolve_baselines
 
 PAPER_CSV = Path(__file__).with_name("paper_numbers.csv")
-TYPE_NAMES = {"baseline": "Baseline", "baseline_n": "Baseline-n", "frequency_nolstm": "Frequency-NoLSTM",
-              "frequency": "Frequency", "context": "Context", "context2": "Context²"}
-AUTHORS_SWITCHES = {"output_layer": "tied", "context_bias": "scalar", "gate": "per_word", "length_factor": False,
-                    "scaling": "none", "nolstm_bias": "previous_year"}
+TYPE_NAMES = {"baseline": "Baseline", "baseline_n": "Baseline-n", "static_bias": "Static bias (control)",
+              "frequency_nolstm": "Frequency-NoLSTM", "frequency": "Frequency", "context": "Context",
+              "context2": "Context²"}
+# The paper's reading of each model option and the types it matters for: a run with another value
+# (an authors' switch, or an option of this code) is labelled with it, "Context (context_proj=64)",
+# and has no paper row.
+PAPER_READING = {"output_layer": ("tied", MODEL_TYPES), "context_bias": ("scalar", ("context",)),
+                 "gate": ("per_word", ("context2",)), "length_factor": (False, ("context2",)),
+                 "scaling": ("none", ("frequency_nolstm", "frequency")),
+                 "nolstm_bias": ("previous_year", ("frequency_nolstm",)),
+                 "alpha_scope": ("context2", tuple(t for t in BIASED if t != "context2")),
+                 "context_proj": (None, NEEDS_CONTEXT), "presence_flag": (False, NEEDS_CONTEXT),
+                 "start": ("base", ("baseline_n",))}
 SPLIT_LABELS = {"train": "Train", "dev": "Dev", "test": "Test", "future": "Future"}
 
 
@@ -156,11 +168,16 @@ def load_runs(metric_paths) -> list[dict]:
     return runs
 
 
+def departures(spec: dict) -> list[str]:
+    """"key=value" of each option of `spec` that is not the paper's reading (PAPER_READING)."""
+    return [f"{k}={spec[k]}" for k, (paper, types) in PAPER_READING.items()
+            if spec["type"] in types and spec.get(k, paper) != paper]
+
+
 def model_label(run: dict) -> str:
     spec = run["spec"]
     label = TYPE_NAMES[spec["type"]]
-    if any(spec.get(k, v) != v for k, v in AUTHORS_SWITCHES.items()):
-        switched = [f"{k}={spec[k]}" for k, v in AUTHORS_SWITCHES.items() if spec.get(k, v) != v]
+    if switched := departures(spec):
         label += " (" + ", ".join(switched) + ")"
     if run.get("evaluated_scaling", spec.get("scaling", "none")) != spec.get("scaling", "none"):
         label += f" [evaluated with scaling={run['evaluated_scaling']}]"
@@ -169,11 +186,29 @@ def model_label(run: dict) -> str:
 
 def paper_row(run: dict) -> str | None:
     spec = run["spec"]
+    if spec["type"] == "static_bias" or departures(spec):
+        return None  # a control of ours, or not the paper's model
     if spec["type"] == "baseline_n":
         return f"Baseline-{spec['n']}" if spec.get("n") in (2, 3) else None
-    if any(spec.get(k, v) != v for k, v in AUTHORS_SWITCHES.items()):
-        return None
     return TYPE_NAMES[spec["type"]]
+
+
+def chosen_on_dev(spec: dict) -> str:
+    if spec["type"] == "baseline_n":
+        return f"n={spec['n']}"
+    if alpha_applies(spec["type"], spec.get("alpha_scope", "all")):  # a spec before alpha_scope: α on all
+        return f"α={spec['alpha']:g}"
+    return "–"
+
+
+def baseline_labels(groups: dict, baselines: list[str]) -> dict[str, str]:
+    """{entry: its label in column headers} of the baselines that ran: the model's label, or the
+    config entry's name where two baselines would share a label."""
+    present = [b for b in baselines if b in groups]
+    labels = {b: model_label(groups[b][0]) for b in present}
+    if len(set(labels.values())) < len(labels):
+        labels = {b: b for b in present}
+    return labels
 
 
 def _by_model(runs: list[dict], order: list[str] | None) -> dict[str, list[dict]]:
@@ -191,31 +226,45 @@ def per_abstract(runs: list[dict], year: int) -> pl.DataFrame:
             .sort("doc_id"))
 
 
-def table3(runs: list[dict], paper: pl.DataFrame, baseline: str, order, bootstrap: dict) -> tuple[Table, pl.DataFrame]:
-    from .significance import bootstrap_ppl, sign_test
+def table3(runs: list[dict], paper: pl.DataFrame, baselines: list[str], order, bootstrap: dict
+           ) -> tuple[Table, pl.DataFrame]:
+    from .significance import bootstrap_ppl, seed_deltas, sign_test
 
     groups = _by_model(runs, order)
     p = {(r["row"], r["column"]): r["value"] for r in paper.filter(pl.col("table") == "3").iter_rows(named=True)}
     test_year = runs[0]["test_year"]
-    base = per_abstract(groups[baseline], test_year) if baseline in groups else None
+    labels = baseline_labels(groups, baselines)
+    bases = {b: per_abstract(groups[b], test_year) for b in labels}
+
+    def test_ppl(group):
+        return {r["seed"]: r["years"][str(test_year)]["ppl_token"] for r in group}
+
     chunked = any("chunked" in r["years"][str(test_year)] for r in runs)
     header = ["Model", "Config entry", "Seeds", "Chosen on dev", "PPL/token", "PPL/word", "CPL", "CPL per piece",
-              *(["PPL/token, authors' chunks"] if chunked else []),
-              "CM", "Sign test vs Baseline", "Bootstrap p", "PPL (paper)", "CPL (paper)", "CM (paper)"]
+              *(["PPL/token, authors' chunks"] if chunked else []), "CM",
+              *(c for b in labels.values() for c in (f"Sign test vs {b}", f"Bootstrap p vs {b}",
+                                                     f"ΔPPL/token vs {b}, per seed")),
+              "PPL (paper)", "CPL (paper)", "CM (paper)"]
     rows, csv = [], []
     for name, group in groups.items():
         years = [r["years"][str(test_year)] for r in group]
-        chosen = sorted({f"α={r['spec']['alpha']:g}" if r["spec"]["type"] not in ("baseline", "baseline_n")
-                         else (f"n={r['spec']['n']}" if r["spec"]["type"] == "baseline_n" else "–") for r in group})
-        sign = boot = "–"
-        s = b = None
-        if base is not None and name != baseline:
+        chosen = sorted({chosen_on_dev(r["spec"]) for r in group})
+        tests, cells_vs = {}, []
+        for b, base in bases.items():
+            if name == b:
+                cells_vs += ["–", "–", "–"]
+                continue
             mine = per_abstract(group, test_year).join(base, on="doc_id", suffix="_base")
             s = sign_test((mine["nll"] / mine["n_tokens"]).to_numpy(), (mine["nll_base"] / mine["n_tokens"]).to_numpy())
-            b = bootstrap_ppl(mine["nll"].to_numpy(), mine["nll_base"].to_numpy(), mine["n_tokens"].to_numpy(),
-                              int(bootstrap.get("resamples", 1000)), int(bootstrap.get("seed", 0)))
-            sign = f"p={s['p_value']:.3g} ({s['wins']} better / {s['losses']} worse)"
-            boot = f"{b['p_value']:.3g}"
+            boot = bootstrap_ppl(mine["nll"].to_numpy(), mine["nll_base"].to_numpy(), mine["n_tokens"].to_numpy(),
+                                 int(bootstrap.get("resamples", 1000)), int(bootstrap.get("seed", 0)))
+            d = seed_deltas(test_ppl(group), test_ppl(groups[b]))
+            tests[b] = (s, boot, d)
+            spread = "–" if d["mean"] is None else (
+                f"{d['mean']:+.1f}%" + (f" ± {d['sd']:.1f}" if d["sd"] is not None else "")
+                + f" (lower in {d['lower']} of {len(d['seeds'])})")
+            cells_vs += [f"p={s['p_value']:.3g} ({s['wins']} better / {s['losses']} worse)", f"{boot['p_value']:.3g}",
+                         spread]
         prow = paper_row(group[0])
         cells = {"ppl_token": [y["ppl_token"] for y in years], "ppl_word": [y["ppl_word"] for y in years],
                  "cpl": [y["cpl"] for y in years], "cpl_piece": [y["cpl_piece"] for y in years],
@@ -227,14 +276,20 @@ def table3(runs: list[dict], paper: pl.DataFrame, baseline: str, order, bootstra
         rows.append([model_label(group[0]), name, str(len(group)), ", ".join(chosen),
                      _mean_sd(cells["ppl_token"]), _mean_sd(cells["ppl_word"]), _mean_sd(cells["cpl"]),
                      _mean_sd(cells["cpl_piece"]), *([_mean_sd(cells["ppl_chunked"])] if chunked else []),
-                     _mean_sd(cells["cm"], 3), sign, boot,
+                     _mean_sd(cells["cm"], 3), *cells_vs,
                      *(_fmt(p.get((prow, k))) if prow else "–" for k in ("ppl", "cpl", "cm"))])
+        versus = {}
+        for b in labels:
+            s, boot, d = tests.get(b, (None, None, None))
+            versus.update({f"sign_p_vs_{b}": s and s["p_value"], f"sign_better_vs_{b}": s and s["wins"],
+                           f"sign_worse_vs_{b}": s and s["losses"], f"bootstrap_p_vs_{b}": boot and boot["p_value"],
+                           f"delta_ppl_pct_vs_{b}": d and d["mean"], f"delta_ppl_pct_sd_vs_{b}": d and d["sd"],
+                           f"seeds_lower_vs_{b}": d and d["lower"]})
         for key, values in cells.items():
             csv.append({"model": name, "label": model_label(group[0]), "metric": key, "source": "ours",
                         "mean": float(np.mean([v for v in values if v is not None])) if any(v is not None for v in values) else None,
                         "sd": float(np.std(values, ddof=1)) if len(values) > 1 and None not in values else None,
-                        "n_seeds": len(group), "sign_p": s["p_value"] if s else None,
-                        "bootstrap_p": b["p_value"] if b else None})
+                        "n_seeds": len(group), **versus})
     first = runs[0]
     notes = [
         f"Test year {test_year} (dev {first['dev_year']}); our numbers are the mean ± sd over seeds; the model and "
@@ -250,70 +305,100 @@ def table3(runs: list[dict], paper: pl.DataFrame, baseline: str, order, bootstra
         "CM: content METEOR, max over the test abstracts, mean over the generated abstracts; METEOR with exact and "
         "stem matches only (NLTK's Porter stemmer; NLTK's meteor_score with a WordNet that has no synonyms): no "
         "WordNet data offline, so CM is comparable across our models, not with the paper's.",
-        "Sign test: exact two-sided binomial test over test abstracts of per-abstract log-perplexity (seed means), ties "
-        "left out; bootstrap p: share of resamples of the test abstracts in which the model's perplexity is not lower "
-        "than the Baseline's.",
+        f"Against each baseline ({', '.join(labels.values()) or 'none ran'}; the config's `baselines`): sign test: "
+        "exact two-sided binomial test over test abstracts of per-abstract log-perplexity (seed means), ties left "
+        "out; bootstrap p: share of resamples of the test abstracts in which the model's perplexity is not lower "
+        "than the baseline's; ΔPPL/token per seed: 100 (PPL_model / PPL_baseline - 1) % for each seed both ran, "
+        "mean ± sd over the seeds and on how many the model is lower (the spread the pooled tests do not show).",
+        "Static bias (control): the base LM plus one learned bias per vocabulary entry, the same for every year "
+        "(biases.py): what a learned output bias gains without time; a temporal model that does not beat it has not "
+        "shown that time helps.",
         "Paper columns: the paper's Table 3 numbers are not in our copy of the paper (only §3.2-§4.4 are); they are left "
         "empty, to be entered from the PDF in src/tempoformer/future_lm/paper_numbers.csv. Even then our numbers are not "
         "comparable with them: a small Transformer trained here on the Anthology XML abstracts plays GPT-2, with another "
         "tokenizer and far less text.",
     ]
     schema = {"model": pl.String, "label": pl.String, "metric": pl.String, "source": pl.String, "mean": pl.Float64,
-              "sd": pl.Float64, "n_seeds": pl.Int64, "sign_p": pl.Float64, "bootstrap_p": pl.Float64}
+              "sd": pl.Float64, "n_seeds": pl.Int64}
+    for b in labels:
+        schema.update({f"sign_p_vs_{b}": pl.Float64, f"sign_better_vs_{b}": pl.Int64, f"sign_worse_vs_{b}": pl.Int64,
+                       f"bootstrap_p_vs_{b}": pl.Float64, f"delta_ppl_pct_vs_{b}": pl.Float64,
+                       f"delta_ppl_pct_sd_vs_{b}": pl.Float64, f"seeds_lower_vs_{b}": pl.Int64})
     return Table("Li & Flanigan (2024) Table 3: automatic metrics on the test year", header, rows, notes,
                  label_columns=4), pl.DataFrame(csv, schema=schema)
 
 
-def beyond_table(runs: list[dict], unigram: list[dict], baseline: str, order) -> tuple[Table, pl.DataFrame]:
+def beyond_table(runs: list[dict], unigram: list[dict], baselines: list[str], order) -> tuple[Table, pl.DataFrame]:
     groups = _by_model(runs, order)
     years = sorted({int(y) for r in runs for y in r["years"]})
     split_of = {int(y): v["split"] for y, v in runs[0]["years"].items()}
+    labels = baseline_labels(groups, baselines)
+    later = [y for y in years if split_of[y] != "dev"]
     header = ["Model", "Config entry", *(f"{y} ({split_of[y]}) PPL/token" for y in years),
-              *(f"{y} Δ vs Baseline" for y in years if split_of[y] != "dev")]
-    base = {y: float(np.mean([r["years"][str(y)]["ppl_token"] for r in groups[baseline]])) for y in years} \
-        if baseline in groups else None
+              *(f"{y} Δ vs {label}" for label in labels.values() for y in later)]
+    base = {b: {y: float(np.mean([r["years"][str(y)]["ppl_token"] for r in groups[b]])) for y in years}
+            for b in labels}
+
+    def deltas(means: dict) -> list[str]:
+        return [f"{100 * (means[y] / base[b][y] - 1):+.1f}%" if means.get(y) is not None else "–"
+                for b in labels for y in later]
+
     rows, csv = [], []
     for name, group in groups.items():
         means = {y: float(np.mean([r["years"][str(y)]["ppl_token"] for r in group])) for y in years}
         sds = {y: [r["years"][str(y)]["ppl_token"] for r in group] for y in years}
-        deltas = [f"{100 * (means[y] / base[y] - 1):+.1f}%" if base else "–" for y in years if split_of[y] != "dev"]
-        rows.append([model_label(group[0]), name, *(_mean_sd(sds[y]) for y in years), *deltas])
-        csv += [{"row": name, "kind": "model", "year": y, "ppl_token": means[y], "beta": None} for y in years]
+        rows.append([model_label(group[0]), name, *(_mean_sd(sds[y]) for y in years), *deltas(means)])
+        csv += [{"row": name, "kind": "model", "year": y, "ppl_token": means[y], "beta": None, "reference": None}
+                for y in years]
     label_of = {"last_year": "last year's log f", "linear_trend": "linear trend of log f",
                 "oracle": "ORACLE: the year's own log f (uses the future)"}
     if unigram:
         split_years = unigram[0]["years"]
         year_key = {int(v): k for k, v in split_years.items()}
+        references = sorted({u.get("reference", "none") for u in unigram})  # a file before `reference`: absolute
+        if len(references) > 1:
+            raise ValueError(f"the unigram files mix references {references}; rerun them with one")
+        reference = references[0]
+        on = unigram[0].get("base", "Baseline")
+        on = model_label(groups[on][0]) if on in groups else on
         for predictor in ("last_year", "linear_trend", "oracle"):
             for kind in ("unigram_ppl", "lm_ppl"):
                 values = {y: [u["predictors"][predictor][kind].get(year_key[y]) for u in unigram] for y in years
                           if y in year_key}
                 betas = sorted({u["predictors"][predictor]["beta"] for u in unigram})
-                label = (f"Unigram only: {label_of[predictor]}" if kind == "unigram_ppl" else
-                         f"Baseline + β·{label_of[predictor]} (β={', '.join(f'{b:g}' for b in betas)} on dev)")
-                cells = [_mean_sd(values[y]) if y in values else "–" for y in years]
-                deltas = []
-                for y in years:
-                    if split_of[y] == "dev":
-                        continue
-                    v = values.get(y)
-                    deltas.append(f"{100 * (float(np.mean(v)) / base[y] - 1):+.1f}%" if base and v and kind == "lm_ppl"
-                                  else "–")
-                rows.append([label, f"unigram ({predictor})", *cells, *deltas])
+                chosen = f"β={', '.join(f'{b:g}' for b in betas)} on dev"
+                if kind == "unigram_ppl":
+                    label = f"Unigram only: {label_of[predictor]}"
+                elif reference == "training_years":
+                    label = f"{on} + β·(log f_pred - log f_train), f_pred: {label_of[predictor]} ({chosen})"
+                else:
+                    label = f"{on} + β·(log f_pred - mean), absolute, f_pred: {label_of[predictor]} ({chosen})"
+                means = {y: float(np.mean(v)) for y, v in values.items()}
+                rows.append([label, f"unigram ({predictor})",
+                             *(_mean_sd(values[y]) if y in values else "–" for y in years),
+                             *(deltas(means) if kind == "lm_ppl" else ["–"] * (len(labels) * len(later)))])
                 csv += [{"row": f"{kind}:{predictor}", "kind": kind, "year": y,
-                         "ppl_token": float(np.mean(values[y])) if y in values else None,
-                         "beta": betas[0] if kind == "lm_ppl" else None} for y in years]
+                         "ppl_token": means.get(y), "beta": betas[0] if kind == "lm_ppl" else None,
+                         "reference": reference if kind == "lm_ppl" else None} for y in years]
     notes = [
         "Beyond the paper. Perplexity per token on every evaluated year: the dev year, the test year, and further "
-        "years (predicted from the strictly earlier years; no model was trained on them or chose anything on them).",
-        "Unigram rows (unigram.py): a fixed bias from the history's log frequencies (last year, or each entry's "
-        "least-squares trend extrapolated to the year), scored alone as a unigram model and added to the Baseline "
-        "with β chosen on dev (seed means over the Baseline's seeds). The ORACLE uses the year's own frequencies: it "
-        "bounds what a unigram-shaped temporal bias could gain; it is not a model.",
+        "years (predicted from the strictly earlier years; no model was trained on them or chose anything on them); "
+        f"Δ: the difference from each baseline's seed mean ({', '.join(labels.values()) or 'none ran'}).",
+        "Unigram rows (unigram.py): a fixed bias from log frequencies (f_pred: last year's, or each entry's "
+        "least-squares trend extrapolated to the year), scored alone as a unigram model and added to the first "
+        "baseline's logits with β chosen on dev (seed means over its seeds). "
+        + ("The bias is the log ratio β·(log f_pred - log f_train) against the training years' pooled frequencies, "
+           "which the baseline has already learned (unigram.reference: training_years). "
+           if unigram and reference == "training_years" else
+           "The bias is the absolute, centred log f_pred (unigram.reference: none): it counts again the unigram "
+           "prior the baseline has already learned. " if unigram else "")
+        + "The ORACLE uses the year's own frequencies: it bounds what a unigram-shaped temporal bias could gain; it "
+        "is not a model.",
         "UNK (pieces outside the training vocabulary) gets no temporal bias in any model; the unigram-only rows do "
         "predict it from history frequencies, which penalises them where training years have few UNKs.",
     ]
-    schema = {"row": pl.String, "kind": pl.String, "year": pl.Int64, "ppl_token": pl.Float64, "beta": pl.Float64}
+    schema = {"row": pl.String, "kind": pl.String, "year": pl.Int64, "ppl_token": pl.Float64, "beta": pl.Float64,
+              "reference": pl.String}
     return Table("Future language modeling beyond the paper: later years and fixed frequency biases", header, rows,
                  notes, label_columns=2), pl.DataFrame(csv, schema=schema)
 
@@ -412,16 +497,16 @@ def write_all(counts_path, corpus_path, metric_paths, unigram_paths, out_dir, fi
     unigram = [read_json(p) for p in unigram_paths]
     dataset = settings.get("dataset", "")
     order = settings.get("model_order")
-    baseline = settings.get("baseline", "baseline")
+    baselines = resolve_baselines(settings)
     out, figs = Path(out_dir), Path(figures_dir)
     written = {}
     t1, c1 = table1(counts, paper, dataset)
     written["table1"] = write_table(t1, c1, out, "future_lm_table1")
     ty, cy = years_table(counts, paper)
     written["years"] = write_table(ty, cy, out, "future_lm_years")
-    t3, c3 = table3(runs, paper, baseline, order, settings.get("bootstrap") or {})
+    t3, c3 = table3(runs, paper, baselines, order, settings.get("bootstrap") or {})
     written["table3"] = write_table(t3, c3, out, "future_lm_table3")
-    tb, cb = beyond_table(runs, unigram, baseline, order)
+    tb, cb = beyond_table(runs, unigram, baselines, order)
     written["beyond"] = write_table(tb, cb, out, "future_lm_beyond")
     figure3(counts, paper, figs / "future_lm_figure3.png")
     figure1b(corpus, list(settings.get("figure1b_words") or ["neural", "pretrain"]), figs / "future_lm_figure1b.png")

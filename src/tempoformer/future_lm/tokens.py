@@ -1,10 +1,17 @@
 """The language model's tokenizer, its output vocabulary, and each document's token ids.
 
-Tokenizer: `minilm` (the uncased WordPiece of the offline all-MiniLM-L6-v2, 30,522 pieces), or
-a Hugging Face tokenizer folder/name (a GPT-2 user gives `gpt2`). Abstracts are tokenised
-without special tokens; the model input is BOS + pieces + EOS (WordPiece: [CLS] and [SEP];
-GPT-2: <|endoftext|> for both), and EOS is predicted, so abstract ends are modelled (the authors
-mask EOS out of the loss).
+Tokenizer: `minilm` (the uncased WordPiece of the offline all-MiniLM-L6-v2, 30,522 pieces), a
+registered GGUF model's (`smollm2-135m`: SmolLM2's byte-level BPE, 49,152 pieces, read from the
+.gguf file; tempoformer/causal_lms.py), or a Hugging Face tokenizer folder/name (a GPT-2 user
+gives `gpt2`). Abstracts are tokenised without special tokens; the model input is BOS + pieces +
+EOS (WordPiece: [CLS] and [SEP]; GPT-2 and SmolLM2: <|endoftext|> for both), and EOS is
+predicted, so abstract ends are modelled (the authors mask EOS out of the loss).
+
+A vocabulary with `<|endoftext|>` uses it as BOS and EOS: it is the document separator of
+byte-level BPE pretraining (GPT-2's own BOS and EOS). SmolLM2-Instruct declares the chat-turn
+markers <|im_start|> / <|im_end|> as BOS / EOS instead; an abstract is a document, not a chat
+turn (on 12 ACL 2020 abstracts the 4-bit SmolLM2-135M-Instruct has perplexity 38.9 between
+<|endoftext|> and 42.7 between the turn markers).
 
 Output vocabulary (`restrict: true`, the small model trained here): the special tokens
 (PAD, UNK, BOS, EOS), then every piece seen at least `min_count` times in the training years'
@@ -70,17 +77,30 @@ class TokenizerInfo:
         return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
 
 
-def tokenizer_path(name: str) -> str:
-    from ..backbones import backbone_path
+DOCUMENT_SEPARATOR = "<|endoftext|>"
 
-    return backbone_path(name)
+
+def tokenizer_path(name: str) -> str:
+    """A folder, hub id or (a registered GGUF model) .gguf file."""
+    from ..causal_lms import weights_path
+
+    return weights_path(name)
 
 
 def load_tokenizer(name: str = "minilm") -> TokenizerInfo:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     path = tokenizer_path(name)
     file = Path(path) / "tokenizer.json"
-    if file.is_file():
+    if path.endswith(".gguf"):  # the tokenizer the GGUF metadata describes
+        from transformers import AutoTokenizer
+
+        from ..causal_lms import pretrained_source
+
+        folder, kwargs = pretrained_source(path)
+        auto = AutoTokenizer.from_pretrained(folder, local_files_only=True, **kwargs)
+        tok = auto.backend_tokenizer
+        special = {k: getattr(auto, f"{k}_token", None) for k in ("bos", "eos", "unk", "pad", "cls", "sep")}
+    elif file.is_file():
         from tokenizers import Tokenizer
 
         tok = Tokenizer.from_file(str(file))
@@ -106,6 +126,8 @@ def load_tokenizer(name: str = "minilm") -> TokenizerInfo:
         return None
 
     bos, eos = tid("bos", "cls"), tid("eos", "sep")
+    if tok.token_to_id(DOCUMENT_SEPARATOR) is not None:  # a byte-level BPE LM's document boundary
+        bos = eos = tok.token_to_id(DOCUMENT_SEPARATOR)
     if bos is None or eos is None:
         raise ValueError(f"tokenizer {name}: no BOS/EOS (or CLS/SEP) token")
     unk = tid("unk")

@@ -14,6 +14,16 @@ epochs without improvement. Grid (Baseline-n's n, the temporal models' α): each
 fine-tuned from the pretrained checkpoint, and the point with the lowest dev perplexity is kept;
 every point's dev perplexity is logged.
 
+Where a fine-tuning starts (start_checkpoint): every model from the pretrained checkpoint, except
+Baseline-n with `start: base` (the default, the paper's reading: GPT-2 fine-tuned on the n most
+recent years only, so nothing of the older years is in it). With a pretrained base model
+(`base_model` not scratch) the pretrain step trains nothing, so pretrained.pt is the base model and
+both starts read it. With `base_model: scratch` the LM pretrained here has seen every training
+year; `base` then starts from a scratch LM pretrained (same settings and seed) on the n most
+recent training years only, its own checkpoint; `start: pretrained` starts from the LM pretrained
+on all the training years (this code's first behaviour: a recency baseline that has seen the
+older years in pretraining).
+
 Same seed on the CPU, same numbers: the seed fixes the new parameters' initialisation, the batch
 order and dropout.
 """
@@ -54,6 +64,22 @@ class FitSettings:
     @classmethod
     def from_dict(cls, d: dict | None) -> "FitSettings":
         return settings_from_dict(cls, d, "training")
+
+
+def start_checkpoint(spec, pretrained: str, recent: dict | None, scratch: bool) -> str:
+    """The checkpoint a model of BiasSpec `spec` is fine-tuned from (module docstring): `pretrained`,
+    or for Baseline-n with start base on a scratch LM, recent[n] (the LM pretrained on the n most
+    recent training years only; `recent` {n: path})."""
+    if spec.type != "baseline_n" or spec.start == "pretrained" or not scratch:
+        return str(pretrained)
+    found = {int(k): str(v) for k, v in (recent or {}).items()}
+    n = int(spec.n)
+    if n not in found:
+        raise ValueError(f"Baseline-n n={n} with start: base on a scratch LM starts from the LM pretrained on the "
+                         f"last {n} training years only (future-lm-pretrain --recent-years {n}), which was not "
+                         f"given (future-lm-train --recent-pretrained has n = {sorted(found) or 'none'}); "
+                         "or set start: pretrained")
+    return found[n]
 
 
 def chunks(ids: list[int], bos: int, eos: int, context: int) -> list[list[int]]:

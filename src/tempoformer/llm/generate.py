@@ -1,7 +1,8 @@
 """Generation backend over any causal LM: greedy decoding of a few tokens, batched.
 
-The model and tokenizer come from one path (a local directory or a hub id when the machine is
-online). A prompt goes through the tokenizer's chat template when it has one (system message
+The model and tokenizer come from one name: a registered model (`smollm2-135m`, the 4-bit
+SmolLM2-135M-Instruct: an opt-in set-up; tempoformer/causal_lms.py), a .gguf file, a local
+directory, or a hub id when the machine is online. A prompt goes through the tokenizer's chat template when it has one (system message
 folded into the user message when the template has no system role), else it is rendered in the
 [INST] format of the paper's models (`Prompt.plain`). On CUDA the weights are loaded in
 bfloat16, on the CPU in float32.
@@ -30,15 +31,18 @@ def resolve_dtype(dtype: str, device: str) -> torch.dtype:
 
 
 def load_causal_lm(path: str, device: str | None = None, dtype: str = "auto"):
-    """(model in eval mode on `device`, tokenizer padding on the left) from one path."""
+    """(model in eval mode on `device`, tokenizer padding on the left) from one name or path."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from ..causal_lms import pretrained_source
+
     device = pick_device(device)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    path, source = pretrained_source(path)  # a GGUF file: its folder and {"gguf_file": name}
+    tokenizer = AutoTokenizer.from_pretrained(path, **source)
     if tokenizer.pad_token is None:  # Llama/Mistral tokenizers have none; padding is masked anyway
         tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else tokenizer.unk_token
     tokenizer.padding_side = "left"  # decoder-only: the answer must follow the prompt directly
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=resolve_dtype(dtype, device))
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=resolve_dtype(dtype, device), **source)
     return model.to(device).eval(), tokenizer
 
 
