@@ -260,7 +260,9 @@ def test_sigma_sim_and_change_scores(tokenizer):
                            frame, 2, {"lovely_jj": 0.5, "isolating": 0.1, "the": 0.0})
     by = {r["target"]: r for r in scores.iter_rows(named=True)}
     assert by["lovely_jj"]["score"] > 0 and by["lovely_jj"]["walk_length"] > 0
-    assert by["isolating"]["problem"] == "2 word pieces" and by["the"]["problem"] == "not in the dynamic vocabulary"
+    assert by["isolating"]["problem"] == "2 word pieces, none in the dynamic vocabulary"   # iso, ##lating
+    assert by["the"]["problem"] == "not in the dynamic vocabulary"
+    assert by["lovely_jj"]["pieces"] == 1 and by["isolating"]["pieces"] == 2
 
 
 def test_truncation_keeps_first_and_last_pieces():
@@ -327,3 +329,192 @@ def test_grid_statistics_and_the_selected_point():
     paper = csv.filter((pl.col("table") == "6") & (pl.col("dataset") == "Ciao") & (pl.col("model") == "DCWE")).row(
         0, named=True)
     assert (paper["trials"], paper["mu"], paper["tau"]) == ("28", "6.794", "11831")
+
+
+# --------------------------------------------------------------------------- the static control
+
+
+def test_static_control_is_one_vector_per_word(tokenizer):
+    """`static`: o = v_k, the same for every time, unit and document; zero elsewhere; no walk."""
+    from tempoformer.dcwe.model import count_parameters
+
+    model = make_model(tokenizer, mode="static", offset_init="pytorch").eval()
+    n_dyn = int(model.dynamic.sum())
+    assert model.dynamic_parameter_names() == {"static"}
+    assert count_parameters(model, model.dynamic_parameter_names()) == n_dyn * 16   # |V_dyn| x D
+    ids = torch.tensor([tokenizer.convert_tokens_to_ids(["[CLS]", "lovely", "the", "music", "[SEP]"])] * 3)
+    emb, offsets, walk = model.offsets(ids, torch.ones_like(ids), torch.tensor([0, 1, 1]), torch.tensor([0, 2, 1]),
+                                       "skip")
+    assert walk is None                                            # no time: no walk prior
+    lovely = tokenizer.convert_tokens_to_ids("lovely")
+    row = model.static_row[lovely]
+    for b in range(3):                                             # every time and unit: the same vector
+        torch.testing.assert_close(offsets[b, 1], model.static[row])
+        assert torch.all(offsets[b, 2] == 0) and torch.all(offsets[b, 0] == 0)   # "the", [CLS]
+    assert not torch.equal(offsets[0, 1], offsets[0, 3])           # lovely and music: their own vectors
+
+
+def test_static_pytorch_init_starts_where_sa_first_component_starts(tokenizer):
+    static = make_model(tokenizer, mode="static", offset_init="pytorch", dropout=0.0, bert=tiny_bert(0)).eval()
+    sa = make_model(tokenizer, mode="time_only", offset_init="pytorch", dropout=0.0, bert=tiny_bert(0)).eval()
+    ids = torch.tensor([tokenizer.convert_tokens_to_ids(["[CLS]", "lovely", "music", "garden", "[SEP]"])])
+    zero = torch.zeros(1, dtype=torch.long)
+    _, a, _ = static.offsets(ids, torch.ones_like(ids), zero, zero)
+    _, b, _ = sa.offsets(ids, torch.ones_like(ids), zero, zero)
+    torch.testing.assert_close(a, b)                               # v_k = FFN_0(e~_k) of the same init
+    assert a.abs().sum() > 0
+    zeroed = make_model(tokenizer, mode="static", offset_init="zero")
+    assert torch.all(zeroed.static == 0)
+
+
+def test_static_trains_at_dynamic_lr_only_the_words_it_reads(tokenizer):
+    docs, frame = corpus_docs(tokenizer)
+    model = make_model(tokenizer, mode="static", offset_init="zero", bert=tiny_bert(0))
+    seen = {t for ids in docs.ids[:3] for t in ids}
+    unseen = [i for i in model.dynamic.nonzero().flatten().tolist() if i not in seen]
+    assert unseen
+    settings = DCWETrainSettings(steps=1, batch_size=3, lr=1e-9, dynamic_lr=1e-2, lambda_a=0.1)
+    train_mlm(model, EncodedDocs(docs.doc_ids[:3], docs.ids[:3], docs.times[:3], docs.units[:3], docs.texts[:3]),
+              tokenizer, settings, seed=0)
+    moved = model.static.abs().sum(-1)
+    assert torch.all(moved[model.static_row[torch.tensor(unseen)]] == 0)     # words never read: still 0
+    read = moved[model.static_row[torch.tensor([i for i in seen if model.dynamic[i]])]].detach()
+    # Adam's first step moves each coordinate with a gradient by exactly its lr: 16 x dynamic_lr 1e-2
+    # per row (not lr = 1e-9); a word read only where it was replaced by [MASK] has no gradient
+    assert (read > 0).sum() >= len(read) // 2
+    torch.testing.assert_close(read[read > 0], torch.full_like(read[read > 0], 16 * 1e-2))
+
+
+# --------------------------------------------------------------------------- training until dev stops improving
+
+
+def test_patience_stops_after_epochs_without_a_better_dev_value(tokenizer):
+    docs, _ = corpus_docs(tokenizer)                 # 6 documents, batches of 4: 2 steps an epoch
+    settings = DCWETrainSettings(epochs=6, patience=2, batch_size=4, lr=1e-3, dynamic_lr=1e-2)
+    model = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
+    snapshots, dev = {}, {1: 3.0, 2: 2.0, 3: 2.5, 4: 2.0, 5: 1.0, 6: 0.5}   # 2.0 again at 4 is no gain
+
+    def evaluate(epoch):
+        snapshots[epoch] = {k: v.clone() for k, v in model.state_dict().items()}
+        return dev[epoch]
+
+    log = train_mlm(model, docs, tokenizer, settings, seed=1, evaluate=evaluate)
+    assert [e["epoch"] for e in log["epochs"]] == [1, 2, 3, 4]  # epochs 3 and 4 without gain: stop
+    assert log["best_epoch"] == 2 and log["stopped_early"] and log["steps"] == 8 and log["max_steps"] == 12
+    assert len(log["loss"]) == 8
+    assert all(torch.equal(v, snapshots[2][k]) for k, v in model.state_dict().items())
+    with pytest.raises(ValueError, match="patience needs epochs"):
+        DCWETrainSettings(steps=5, patience=2)
+
+
+class Interrupted(RuntimeError):
+    pass
+
+
+def test_a_run_resumes_after_its_last_epoch_and_ends_as_an_uninterrupted_one(tokenizer, tmp_path):
+    docs, _ = corpus_docs(tokenizer)
+    settings = DCWETrainSettings(epochs=3, batch_size=4, lr=1e-3, dynamic_lr=1e-2)
+    dev = {1: 2.0, 2: 1.0, 3: 1.5}
+
+    def run(checkpoint, stop_at=None, key=None):
+        model = make_model(tokenizer, offset_init="zero", bert=tiny_bert(0))
+        seen = []
+
+        def evaluate(epoch):
+            seen.append(epoch)
+            if epoch == stop_at:
+                raise Interrupted(epoch)
+            return dev[epoch]
+
+        log = train_mlm(model, docs, tokenizer, settings, seed=3, evaluate=evaluate, checkpoint=checkpoint,
+                        key=key or {"run": "a"})
+        return model, log, seen
+
+    plain, plain_log, _ = run(None)
+    checkpoint = tmp_path / "checkpoint.pt"
+    with pytest.raises(Interrupted):
+        run(checkpoint, stop_at=3)                    # killed during epoch 3's evaluation: epoch 2 saved
+    assert checkpoint.is_file()
+    resumed, log, seen = run(checkpoint)
+    assert seen == [3]                                # only the epoch that was lost runs again
+    assert log["loss"] == plain_log["loss"] and log["epochs"][-1]["dev"] == 1.5 and log["best_epoch"] == 2
+    assert [e["epoch"] for e in log["epochs"]] == [1, 2, 3]
+    assert all(torch.equal(v, plain.state_dict()[k]) for k, v in resumed.state_dict().items())
+    # a checkpoint of another run (other key) is not resumed: the run starts from its first step
+    _, other, seen = run(checkpoint, key={"run": "b"})
+    assert seen == [1, 2, 3] and other["loss"] == plain_log["loss"]
+    # a damaged checkpoint is set aside and the run starts from its first step
+    checkpoint.write_bytes(b"not a checkpoint at all")
+    _, again, seen = run(checkpoint)
+    assert seen == [1, 2, 3] and again["loss"] == plain_log["loss"]
+    assert (tmp_path / "checkpoint.pt.damaged").is_file()
+
+
+# --------------------------------------------------------------------------- sigma_sim over whole words
+
+
+class TableOffsets(torch.nn.Module):
+    """A stand-in model with 2-d embeddings and offsets given per (token, time): for hand-computed sigma_sim."""
+
+    def __init__(self, vocab_size: int, embeddings: dict, offsets: dict):
+        super().__init__()
+        self.word_embeddings = torch.nn.Embedding(vocab_size, 2)
+        with torch.no_grad():
+            self.word_embeddings.weight.zero_()
+            for token, vector in embeddings.items():
+                self.word_embeddings.weight[token] = torch.tensor(vector)
+        dynamic = torch.zeros(vocab_size, dtype=torch.bool)
+        dynamic[[t for t, _ in offsets]] = True
+        self.register_buffer("dynamic", dynamic)
+        self.table = offsets
+
+    def offsets(self, ids, attention, times, units, walk_at_t0=None):
+        emb = self.word_embeddings(ids)
+        out = torch.zeros_like(emb)
+        for b in range(ids.shape[0]):
+            for p in range(ids.shape[1]):
+                key = (int(ids[b, p]), int(times[b]))
+                if attention[b, p] and key in self.table:
+                    out[b, p] = torch.tensor(self.table[key])
+        return emb, out, None
+
+
+def test_sigma_sim_of_a_two_piece_word_by_hand(tokenizer):
+    """isolating = iso + ##lating; e~_iso = (1, 0), e~_lating = (0, 1); iso's offset is (0, 0) in
+    month 0 and (0, 1) in month 1, ##lating has none.
+    iso alone: sim 1 and cos((1,0), (1,1)) = 0.70711 -> sigma (population) 0.146447.
+    isolating: e~ = (.5, .5); e = (.5, .5) then (.5, 1): sim 1 and 0.75 / (0.70711 * 1.11803) =
+    0.948683 -> sigma 0.025658, neither iso's nor ##lating's (0: no offset)."""
+    iso, lating = tokenizer.convert_tokens_to_ids(["iso", "##lating"])
+    assert tokenizer("isolating", add_special_tokens=False)["input_ids"] == [iso, lating]
+    model = TableOffsets(len(tokenizer), {iso: (1.0, 0.0), lating: (0.0, 1.0)},
+                         {(iso, 0): (0.0, 0.0), (iso, 1): (0.0, 1.0)})
+    texts = ["stop self isolating", "how isolating it is"]
+    frame = pl.DataFrame({"doc_id": ["a", "b"], "text": texts, "unit": [0, 0], "time": [0, 1]})
+    docs = encode_docs(tokenizer, frame, 16)
+    whole = sigma_sim(model, docs, tokenizer, top=5, min_contexts=2)
+    assert [w["word"] for w in whole] == ["isolating"] and whole[0]["pieces"] == 2
+    assert whole[0]["sigma"] == pytest.approx((1 - 0.75 / (np.sqrt(0.5) * np.sqrt(1.25))) / 2, abs=1e-6)
+    assert whole[0]["sigma"] == pytest.approx(0.025658, abs=1e-6)
+    assert whole[0]["below"]["time"] == 1 and whole[0]["above"]["time"] == 0
+    pieces = sigma_sim(model, docs, tokenizer, top=5, min_contexts=2, words="pieces")
+    assert [w["word"] for w in pieces] == ["iso"]
+    assert pieces[0]["sigma"] == pytest.approx((1 - np.sqrt(0.5)) / 2, abs=1e-6)     # 0.146447
+    with pytest.raises(ValueError, match="sigma_words must be one of"):
+        sigma_sim(model, docs, tokenizer, words="letters")
+
+
+def test_word_vectors_average_the_pieces_of_a_real_model(tokenizer):
+    """Two code paths: a word's vectors = the mean of its pieces' (dynamic_embeddings per piece)."""
+    from tempoformer.dcwe.evaluate import dynamic_embeddings, text_words, word_vectors
+
+    model = make_model(tokenizer, mode="full", dropout=0.0).eval()
+    words = text_words(tokenizer, ["lovely music, isolating"])[0]
+    assert [len(w) for w in words] == [1, 1, 1, 2]                  # lovely | music | , | iso ##lating
+    pieces = [tokenizer.convert_tokens_to_ids("lovely"), tokenizer.convert_tokens_to_ids("music")]
+    units, times = torch.tensor([2]), torch.tensor([1])
+    base, dyn = word_vectors(model, [pieces], units, times)
+    one_base, one_dyn = dynamic_embeddings(model, torch.tensor(pieces), units.repeat(2), times.repeat(2))
+    torch.testing.assert_close(base[0], one_base.mean(0))
+    torch.testing.assert_close(dyn[0], one_dyn.mean(0))
+    assert not torch.allclose(base, dyn)                           # lovely and music have offsets

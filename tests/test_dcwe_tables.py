@@ -7,20 +7,21 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tempoformer.dcwe.tables import write_tables
+from tempoformer.dcwe.tables import NAMES, write_tables
 
 STATS = {"dataset": "toy", "documents": 10, "mean_words": 5.0, "mean_pieces": 7.0, "units": 3, "edges": 2,
          "mean_degree": 1.33, "mean_shortest_path": 1.33, "density": 0.67, "times": 2, "first_time": "0",
          "last_time": "1"}
 
 
-def mlm_run(root, variant, lr, dev_ppl, losses, seed=0):
-    folder = root / f"{variant}_{lr}"
+def mlm_run(root, variant, lr, dev_ppl, losses, seed=0, epochs=()):
+    folder = root / (f"{variant}_{lr}" if seed == 0 else f"{variant}_{lr}_seed{seed}")
     folder.mkdir()
     (folder / "metrics.json").write_text(json.dumps({
-        "dataset": "toy", "variant": variant, "seed": seed, "lr": lr, "lambda_a": 0.1, "epochs": [],
-        "best_epoch": None, "train_steps": 20, "seconds": 30.0, "dev": {"perplexity": dev_ppl},
-        "test": {"perplexity": dev_ppl + 1}, "sigma_sim": [], "change": None}))
+        "dataset": "toy", "variant": variant, "seed": seed, "lr": lr, "lambda_a": 0.1,
+        "epochs": [{"epoch": i + 1, "dev": d} for i, d in enumerate(epochs)],
+        "best_epoch": 1 + int(np.argmin(epochs)) if epochs else None, "train_steps": 20, "seconds": 30.0,
+        "dev": {"perplexity": dev_ppl}, "test": {"perplexity": dev_ppl + 1}, "sigma_sim": [], "change": None}))
     frames = [pl.DataFrame({"doc_id": [f"d{i}" for i in range(len(losses))], "loss_sum": losses,
                             "n_masked": [2] * len(losses), "split": split}) for split in ("dev", "test")]
     pl.concat(frames).write_parquet(folder / "losses.parquet")
@@ -89,3 +90,43 @@ def test_predictions_that_do_not_pair_are_refused(tmp_path):
                  sentiment_run(runs, "cwe", 0.6, [1, 0], [1, 0])]
     with pytest.raises(ValueError, match="predictions do not pair: 3 and 2 documents"):
         write_tables([], [corpus], tmp_path / "tables", {"toy": None}, "tiny", [], sentiment)
+
+
+def test_three_seeds_mean_sd_per_seed_wilcoxon_and_the_static_control(tmp_path):
+    """Tables 2 and 3 over seeds 0-2: mean ± sample sd of the perplexities, one Wilcoxon per seed
+    (DCWE vs CWE; DCWE vs static on the static row), the kept epoch / epochs run per seed."""
+    from scipy.stats import wilcoxon
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps({"stats": STATS}))
+    rng = np.random.default_rng(0)
+    losses = {}
+    metrics = []
+    for seed, (dcwe, cwe, static) in enumerate([(8.0, 8.5, 8.4), (8.2, 8.4, 8.1), (8.4, 8.9, 8.6)]):
+        for variant, dev in (("dcwe", dcwe), ("cwe", cwe), ("static", static), ("sa", dcwe + 0.1)):
+            values = list(np.round(rng.uniform(1, 9, 12), 3))
+            losses[(variant, seed)] = values
+            metrics.append(mlm_run(runs, variant, 3e-5, dev, values, seed, epochs=[dev + 1, dev, dev + 0.5, dev + 0.6]))
+    out = tmp_path / "tables"
+    write_tables(metrics, [corpus], out, {"toy": None}, "tiny")
+    table2 = pl.read_csv(out / "dcwe_table2.csv", infer_schema=False).filter(pl.col("source") == "ours")
+    assert table2.select("model", "dev", "seeds").rows() == [
+        ("dcwe", f"{np.mean([8.0, 8.2, 8.4]):.3f} ± {np.std([8.0, 8.2, 8.4], ddof=1):.3f}", "3"),
+        ("static", f"{np.mean([8.4, 8.1, 8.6]):.3f} ± {np.std([8.4, 8.1, 8.6], ddof=1):.3f}", "3"),
+        ("cwe", f"{np.mean([8.5, 8.4, 8.9]):.3f} ± {np.std([8.5, 8.4, 8.9], ddof=1):.3f}", "3")]
+    markdown = (out / "dcwe_table2.md").read_text()
+    rows = {line.split(" | ")[1]: line for line in markdown.splitlines() if line.startswith("| toy |")}
+    for other, name in (("cwe", "DCWE"), ("static", "Static (one offset per word)")):
+        cells = []
+        for seed in range(3):
+            test = wilcoxon(np.array(losses[("dcwe", seed)]) / 2, np.array(losses[(other, seed)]) / 2)
+            lower = "DCWE" if np.mean(losses[("dcwe", seed)]) < np.mean(losses[(other, seed)]) else \
+                NAMES[other].split()[0]
+            cells.append(f"p={test.pvalue:.3g}{'*' if test.pvalue < 0.01 else ''} ({lower} lower)")
+        assert "; ".join(cells) in rows[name], (name, cells)
+    assert rows["Static (one offset per word)"].count("DCWE vs static: ") == 2     # dev and test
+    assert rows["DCWE"].endswith("| 2/4; 2/4; 2/4 |")             # best epoch 2 of 4 run, per seed
+    table3 = pl.read_csv(out / "dcwe_table3.csv", infer_schema=False).filter(pl.col("source") == "ours")
+    assert table3["model"].to_list() == ["dcwe", "sa", "static", "cwe"]

@@ -1,6 +1,7 @@
 """The DCWE stage through the real snakemake CLI: its rules run, a rerun plans nothing, the
 default config plans every DCWE rule, the CPU-scale config plans its grid."""
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -28,13 +29,15 @@ def tiny_backbone(folder):
 
 def tiny_config(tmp_path):
     """Two datasets on one small CSV corpus with labels: `toy` for MLM (DCWE; node2vec), `toy_rated`
-    for the sentiment task (DCWE; the units' vectors read from a word2vec text file): each DCWE rule
-    runs once, except dcwe_data (twice), in 9 jobs. CWE, SA and TA add jobs of the same two rules;
-    the tables' pairing of two models (Wilcoxon, McNemar) is tested in test_dcwe_tables."""
+    for the sentiment task (DCWE; the units' vectors read from a word2vec text file). Seeds 0 and 1,
+    the grid (two lr) searched on seed 0: DCWE trains at both points on seed 0 and once, at the
+    better one, on seed 1 (`selected`); the held-out-month test and the diffusion analysis of DCWE
+    on seed 0. CWE, SA, TA and static add jobs of the same rules; the tables' pairing of two models
+    (Wilcoxon, McNemar) is tested in test_dcwe_tables."""
     words = "garden music summer lovely train river morning city coffee window".split()
     rows = ["doc_id,unit,time,text,label"]
     for i in range(36):
-        text = " ".join(words[(i + k) % len(words)] for k in range(8))
+        text = " ".join(words[(i + k) % len(words)] for k in range(8)) + (" network learning" if i % 3 else "")
         rows.append(f"d{i},u{i % 4},{i % 3},{text},{i % 2}")
     (tmp_path / "docs.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "edges.csv").write_text("source,target\nu0,u1\nu1,u2\nu2,u3\n")
@@ -44,14 +47,17 @@ def tiny_config(tmp_path):
     return {
         "results": "results",
         "dcwe": {
-            "backbone": tiny_backbone(tmp_path / "backbone"), "seeds": [0], "threads": 1, "device": "cpu",
-            "variants": ["dcwe"], "max_length": 16,
+            "backbone": tiny_backbone(tmp_path / "backbone"), "seeds": [0, 1], "grid_seeds": [0], "threads": 1,
+            "device": "cpu", "variants": ["dcwe"], "max_length": 16,
             "node2vec": {"dim": 50, "walks_per_node": 2, "walk_length": 5, "epochs": 1},
             "warmup": {"steps": 2, "batch_size": 4, "lr": 1e-3},
-            "training": {"steps": 2, "batch_size": 4, "lr": 1e-3},
+            "training": {"epochs": 2, "patience": 1, "batch_size": 8, "lr": 1e-3},
+            "grid": {"lr": [1e-3, 1e-2], "variants": ["dcwe"]},
             "sentiment": {"post_pooling": "mean", "steps": 2, "batch_size": 4, "lr": 1e-3},
             "evaluation": {"batch_size": 16, "sigma_top": 3},
-            "datasets": {"toy": corpus,
+            "datasets": {"toy": {**corpus, "extrapolation": {"variants": ["dcwe"], "seeds": [0]},
+                                 "diffusion": {"variants": ["dcwe"], "seeds": [1], "neighbours": 5,
+                                               "pairs": [["network", "learning"]]}},
                          "toy_rated": {**corpus, "vectors": str(tmp_path / "vectors.txt"), "variants": [],
                                        "sentiment_variants": ["dcwe"]}},
         },
@@ -64,14 +70,26 @@ def test_the_stage_runs_and_a_rerun_does_nothing(tmp_path):
     result = snakemake(tmp_path, configfile)
     assert result.returncode == 0, result.stderr[-4000:]
     ran = planned_jobs(SimpleNamespace(stdout=result.stderr))  # a real run logs its job table on stderr
-    assert ran == {"dcwe_data": 2, "dcwe_node2vec": 1, "dcwe_vectors": 1, "dcwe_warmup": 1,
-                                    "dcwe_train": 1, "dcwe_sentiment": 1, "dcwe_tables": 1, "all": 1}
+    assert ran == {"dcwe_data": 2, "dcwe_node2vec": 1, "dcwe_vectors": 1, "dcwe_warmup": 2, "dcwe_warmup_holdout": 1,
+                   "dcwe_train": 3, "dcwe_extrapolate": 1, "dcwe_diffusion": 1, "dcwe_sentiment": 2,
+                   "dcwe_tables": 1, "all": 1}
     tables = tmp_path / "results" / "tables"
-    for stem in ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid"):
+    for stem in ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid",
+                 "dcwe_extrapolation", "dcwe_diffusion"):
         assert (tables / f"{stem}.md").is_file() and (tables / f"{stem}.csv").is_file()
-    assert "| toy | DCWE | ours" in (tables / "dcwe_table2.md").read_text()
-    assert "| toy_rated | DCWE | ours" in (tables / "dcwe_table5.md").read_text()
+    assert "| toy | DCWE | ours (MiniLM-L6, 2 seeds)" in (tables / "dcwe_table2.md").read_text()
+    assert "| toy_rated | DCWE | ours (MiniLM-L6, 2 seeds)" in (tables / "dcwe_table5.md").read_text()
     assert "| 6 (ours) | MLM (dev perplexity) | toy | DCWE |" in (tables / "dcwe_grid.md").read_text()
+    assert "| toy | DCWE | 1 | network / learning |" in (tables / "dcwe_diffusion.md").read_text()
+    runs = tmp_path / "results" / "dcwe" / "toy"
+    grid = [json.loads((runs / "seed0" / "dcwe" / p / "metrics.json").read_text()) for p in ("lr0.001_la0.1", "lr0.01_la0.1")]
+    best = min(grid, key=lambda r: r["dev"]["perplexity"])
+    selected = json.loads((runs / "seed1" / "dcwe" / "selected" / "metrics.json").read_text())
+    assert selected["seed"] == 1 and selected["lr"] == best["lr"] and selected["selected_from"]["seed"] == 0
+    held = json.loads((runs / "seed0" / "extrapolation" / "dcwe" / "metrics.json").read_text())
+    assert held["lr"] == best["lr"] and held["held_out_time"] == "2"
+    figures = tmp_path / "results" / "figures" / "dcwe" / "toy"
+    assert {f.name for f in figures.iterdir()} == {"figure4_dcwe_seed1.png", "figure5_dcwe_seed1.png"}
     again = snakemake(tmp_path, configfile, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
@@ -83,21 +101,29 @@ def test_default_config_plans_the_dcwe_stage(tmp_path):
     result = snakemake(tmp_path, configfile, "-n", "dcwe_all")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     jobs = {rule: n for rule, n in planned_jobs(result).items() if rule.startswith("dcwe")}
-    # chitchat_tiny: cwe, dcwe, sa, ta; chitchat_graded (time only): sa; chitchat_rating_tiny: sentiment cwe, dcwe
-    assert jobs == {"dcwe_data": 3, "dcwe_node2vec": 2, "dcwe_warmup": 2, "dcwe_train": 5, "dcwe_sentiment": 2,
-                    "dcwe_tables": 1, "dcwe_all": 1}
+    # chitchat_tiny: cwe, dcwe, sa, ta, static, the held-out month (cwe, dcwe) and the diffusion
+    # analysis of dcwe; chitchat_graded (time only): sa; chitchat_rating_tiny: sentiment cwe, dcwe
+    assert jobs == {"dcwe_data": 3, "dcwe_node2vec": 2, "dcwe_warmup": 2, "dcwe_warmup_holdout": 1, "dcwe_train": 6,
+                    "dcwe_extrapolate": 2, "dcwe_diffusion": 1, "dcwe_sentiment": 2, "dcwe_tables": 1, "dcwe_all": 1}
 
 
-def test_the_cpu_scale_config_plans_its_grid(tmp_path):
-    """config/dcwe_chitchat.yaml: lr x lambda_a for DCWE (4 points), lr for CWE (2), SA and TA at one point."""
+def test_the_cpu_scale_config_plans_an_equal_grid_and_three_seeds(tmp_path):
+    """config/dcwe_chitchat.yaml: lr {3e-5, 1e-4} at lambda_a 0.1 for all five models on seed 0
+    (10 runs), each model once at its seed-0 best point on seeds 1 and 2 (10 runs); sentiment CWE
+    and DCWE the same way (4 + 4); the held-out month for 4 models, diffusion for 2."""
     result = snakemake(tmp_path, REPO / "config" / "dcwe_chitchat.yaml", "-n", "dcwe_all")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     jobs = {rule: n for rule, n in planned_jobs(result).items() if rule.startswith("dcwe")}
-    assert jobs == {"dcwe_data": 2, "dcwe_node2vec": 2, "dcwe_warmup": 1, "dcwe_train": 8, "dcwe_sentiment": 6,
-                    "dcwe_tables": 1, "dcwe_all": 1}
-    for point in ("dcwe/lr1e-05_la0.01", "dcwe/lr3e-05_la0.1", "cwe/lr1e-05", "sa/lr3e-05_la0.1",
-                  "sentiment/dcwe/lr1e-05_la0.1", "sentiment/cwe/lr3e-05"):
-        assert f"seed0/{point}/metrics.json" in result.stdout, point
+    assert jobs == {"dcwe_data": 2, "dcwe_node2vec": 2, "dcwe_warmup": 3, "dcwe_warmup_holdout": 1, "dcwe_train": 20,
+                    "dcwe_extrapolate": 4, "dcwe_diffusion": 2, "dcwe_sentiment": 8, "dcwe_tables": 1, "dcwe_all": 1}
+    for variant in ("dcwe", "sa", "ta", "static"):
+        for point in ("lr3e-05_la0.1", "lr0.0001_la0.1"):
+            assert f"chitchat_c5/seed0/{variant}/{point}/metrics.json" in result.stdout, (variant, point)
+    for point in ("seed0/cwe/lr3e-05", "seed0/cwe/lr0.0001", "seed1/dcwe/selected", "seed2/cwe/selected",
+                  "seed2/static/selected", "seed1/sentiment/dcwe/selected", "seed0/sentiment/cwe/lr0.0001",
+                  "seed0/extrapolation/static", "seed0/diffusion/cwe"):
+        assert f"{point}/metrics.json" in result.stdout, point
+    assert "seed1/dcwe/lr" not in result.stdout               # no grid on seeds 1 and 2
 
 
 def test_a_social_variant_on_a_time_only_corpus_is_refused(tmp_path):

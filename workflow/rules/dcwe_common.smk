@@ -7,11 +7,15 @@ DC = config.get("dcwe", {})
 DC_RESULTS = f"{RESULTS}/dcwe"
 DC_DATASETS = DC.get("datasets", {})
 DC_SEEDS = DC.get("seeds", [0])
+# The seeds that search the grid (null: every seed). Every other seed trains each variant once,
+# at the point with the best dev metric on the first of them (run folder `selected`).
+DC_GRID_SEEDS = DC.get("grid_seeds") or DC_SEEDS
 DC_THREADS = DC.get("threads", config.get("threads", 1))
 DC_SECTIONS = ("model", "node2vec", "warmup", "training", "sentiment", "evaluation")
 # Keys of a dataset entry that are not part of the reader's spec.
 DC_DATASET_EXTRA = ("paper_column", "variants", "sentiment_variants", "semantic_change_dataset", "max_length",
-                    "vectors", "grid", *DC_SECTIONS)
+                    "vectors", "grid", "extrapolation", "diffusion", *DC_SECTIONS)
+DC_SELECTED = "selected"  # the run folder of a seed that trains at another seed's best grid point
 
 
 def dc_variants(name):
@@ -24,7 +28,36 @@ def dc_sentiment_variants(name):
     return DC_DATASETS[name].get("sentiment_variants", [])
 
 
+def dc_extrapolation(name):
+    """{variants, seeds} of the held-out-month test of a dataset (the dataset's, else dcwe's; none by default)."""
+    spec = {**(DC.get("extrapolation") or {}), **(DC_DATASETS[name].get("extrapolation") or {})}
+    return {"variants": spec.get("variants", []), "seeds": spec.get("seeds", DC_SEEDS[:1])}
+
+
+def dc_diffusion(name):
+    """The diffusion analysis of a dataset: {variants, seeds} and its settings (dcwe/diffusion.py),
+    the dataset's updating dcwe's; no variant by default."""
+    spec = {**(DC.get("diffusion") or {}), **(DC_DATASETS[name].get("diffusion") or {})}
+    return {"variants": spec.get("variants", []), "seeds": spec.get("seeds", DC_SEEDS[:1]),
+            "settings": {k: v for k, v in spec.items() if k not in ("variants", "seeds")}}
+
+
+if not set(DC_GRID_SEEDS) <= set(DC_SEEDS):
+    raise ValueError(f"dcwe.grid_seeds {DC_GRID_SEEDS} must be among dcwe.seeds {DC_SEEDS}")
 for _name, _spec in DC_DATASETS.items():
+    for _what, _get in (("extrapolation", dc_extrapolation), ("diffusion", dc_diffusion)):
+        _extra = [v for v in _get(_name)["variants"] if v not in _spec.get("variants", DC.get("variants", []))]
+        if _extra:
+            raise ValueError(f"dcwe.datasets.{_name}.{_what}: variants {_extra} are not among the dataset's "
+                             "MLM variants (the test trains at their best grid point)")
+        _seeds = [s for s in _get(_name)["seeds"] if s not in DC_SEEDS]
+        if _seeds:
+            raise ValueError(f"dcwe.datasets.{_name}.{_what}: seeds {_seeds} are not among dcwe.seeds {DC_SEEDS}")
+    if dc_diffusion(_name)["variants"] and (_spec.get("semantic_change_dataset")
+                                            or _spec.get("format") == "semantic_change"):
+        raise ValueError(f"dcwe.datasets.{_name}.diffusion: a semantic_change corpus has no social units")
+    if dc_diffusion(_name)["variants"] and not dc_diffusion(_name)["settings"].get("pairs"):
+        raise ValueError(f"dcwe.datasets.{_name}.diffusion: no pairs ([word, associate]) to analyse")
     _ref = _spec.get("semantic_change_dataset")
     if _ref is not None and _ref not in config.get("semantic_change", {}).get("datasets", {}):
         raise ValueError(f"dcwe.datasets.{_name}.semantic_change_dataset: {_ref!r} is not a semantic_change dataset")
@@ -37,7 +70,7 @@ for _name, _spec in DC_DATASETS.items():
 wildcard_constraints:
     dc_dataset="|".join(DC_DATASETS) or "(?!)",
     dc_variant="|".join(DC_VARIANT_MODES),
-    dc_point=r"lr[^/]+",
+    dc_point=rf"lr[^/]+|{DC_SELECTED}",
 
 
 def dc_points(name, variant, section):
@@ -54,6 +87,21 @@ def dc_points(name, variant, section):
     lambdas = grid.get("lambda_a") if searched and grid.get("lambda_a") and variant != "cwe" \
         else [base.get("lambda_a", fields["lambda_a"].default)]
     return {f"lr{lr:g}" + ("" if variant == "cwe" else f"_la{la:g}"): (lr, la) for lr in lrs for la in lambdas}
+
+
+def dc_seed_points(name, variant, section, seed):
+    """The run folders of one (dataset, variant, seed): every grid point on a grid seed, else `selected`."""
+    if int(seed) in DC_GRID_SEEDS:
+        return list(dc_points(name, variant, section))
+    return [DC_SELECTED]
+
+
+def dc_grid_metrics(name, variant, section="training"):
+    """The first grid seed's runs of a variant: a `selected` run trains at their best point."""
+    seed = DC_GRID_SEEDS[0]
+    if section == "training":
+        return [f"{dc_run_dir(name, variant, seed, p)}/metrics.json" for p in dc_points(name, variant, section)]
+    return [f"{dc_sentiment_dir(name, variant, seed, p)}/metrics.json" for p in dc_points(name, variant, section)]
 
 
 def dc_data_dir(name):
@@ -106,7 +154,7 @@ def dc_settings(name, *sections, point=None):
     settings = {"backbone": DC.get("backbone", "minilm"),
                 "max_length": spec.get("max_length", DC.get("max_length", 128)),
                 **{key: {**DC.get(key, {}), **spec.get(key, {})} for key in sections}}
-    if point is not None:
+    if point is not None and point[2] != DC_SELECTED:  # `selected`: the job reads the point from --select-from
         section, variant, point_name = point
         lr, lambda_a = dc_points(name, variant, section)[point_name]
         settings[section].update(lr=lr, lambda_a=lambda_a)
@@ -124,7 +172,7 @@ def dc_run_dir(name, variant, seed, point):
 def dc_all_metrics():
     return [f"{dc_run_dir(name, variant, seed, point)}/metrics.json"
             for name in DC_DATASETS for variant in dc_variants(name) for seed in DC_SEEDS
-            for point in dc_points(name, variant, "training")]
+            for point in dc_seed_points(name, variant, "training", seed)]
 
 
 def dc_sentiment_dir(name, variant, seed, point):
@@ -134,7 +182,35 @@ def dc_sentiment_dir(name, variant, seed, point):
 def dc_all_sentiment_metrics():
     return [f"{dc_sentiment_dir(name, variant, seed, point)}/metrics.json"
             for name in DC_DATASETS for variant in dc_sentiment_variants(name) for seed in DC_SEEDS
-            for point in dc_points(name, variant, "sentiment")]
+            for point in dc_seed_points(name, variant, "sentiment", seed)]
+
+
+def dc_extrapolation_dir(name, variant, seed):
+    return f"{DC_RESULTS}/{name}/seed{seed}/extrapolation/{variant}"
+
+
+def dc_all_extrapolation_metrics():
+    return [f"{dc_extrapolation_dir(name, variant, seed)}/metrics.json" for name in DC_DATASETS
+            for variant in dc_extrapolation(name)["variants"] for seed in dc_extrapolation(name)["seeds"]]
+
+
+def dc_diffusion_dir(name, variant, seed):
+    return f"{DC_RESULTS}/{name}/seed{seed}/diffusion/{variant}"
+
+
+def dc_diffusion_figures(name, variant, seed):
+    return [f"{FIGURES}/dcwe/{name}/figure{n}_{variant}_seed{seed}.png" for n in (4, 5)]
+
+
+def dc_all_diffusion():
+    """(metrics.json, figures) of every configured diffusion analysis."""
+    out = []
+    for name in DC_DATASETS:
+        for variant in dc_diffusion(name)["variants"]:
+            for seed in dc_diffusion(name)["seeds"]:
+                out.append((f"{dc_diffusion_dir(name, variant, seed)}/metrics.json",
+                            dc_diffusion_figures(name, variant, seed)))
+    return out
 
 
 def dc_vectors_path(name):
@@ -149,17 +225,55 @@ def dc_vector_inputs(w):
     return {}
 
 
+def dc_select_inputs(w, section="training"):
+    """A `selected` run reads the first grid seed's runs of its variant."""
+    return {"select": dc_grid_metrics(w.dc_dataset, w.dc_variant, section)} if w.dc_point == DC_SELECTED else {}
+
+
 def dc_train_inputs(w):
     return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
-            "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt", **dc_vector_inputs(w)}
+            "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt", **dc_vector_inputs(w),
+            **dc_select_inputs(w)}
 
 
 def dc_sentiment_inputs(w):
-    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", **dc_vector_inputs(w)}
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", **dc_vector_inputs(w),
+            **dc_select_inputs(w, "sentiment")}
+
+
+def dc_extrapolate_inputs(w):
+    """The held-out warm-up, and the first grid seed's runs of the variant (its best point)."""
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
+            "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/extrapolation/warmup.pt", **dc_vector_inputs(w),
+            "select": dc_grid_metrics(w.dc_dataset, w.dc_variant)}
+
+
+def dc_diffusion_inputs(w):
+    """The variant's runs of this seed (the best dev point's model is analysed) and the node2vec vectors."""
+    points = dc_seed_points(w.dc_dataset, w.dc_variant, "training", w.seed)
+    runs = [dc_run_dir(w.dc_dataset, w.dc_variant, w.seed, p) for p in points]
+    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", "runs": [f"{r}/metrics.json" for r in runs],
+            "models": [f"{r}/model.pt" for r in runs], "vectors": dc_vectors_path(w.dc_dataset)}
 
 
 def dc_vectors_flag(w, input):
     return flag("vectors", input.vectors) if "vectors" in input.keys() else ""
+
+
+def dc_select_flag(w, input):
+    return flag("select-from", *input.select) if "select" in input.keys() else ""
+
+
+def dc_diffusion_settings(w):
+    return json.dumps({"backbone": DC.get("backbone", "minilm"),
+                       "max_length": DC_DATASETS[w.dc_dataset].get("max_length", DC.get("max_length", 128)),
+                       "model": {**DC.get("model", {}), **DC_DATASETS[w.dc_dataset].get("model", {})},
+                       "diffusion": dc_diffusion(w.dc_dataset)["settings"]})
+
+
+def dc_diffusion_seconds(w):
+    """A forward pass with every layer's states over the documents read (the default: all)."""
+    return encoder_seconds(DC.get("backbone"), dc_documents(w.dc_dataset), dc_max_length(w.dc_dataset), train=False)
 
 
 def dc_compared_sc_metrics():
@@ -174,17 +288,30 @@ def dc_compared_sc_metrics():
 DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid")
 
 
+def dc_tables():
+    """The tables the config makes: the fixed ones, the extrapolation and diffusion tables when configured."""
+    return (*DC_TABLES, *(("dcwe_extrapolation",) if dc_all_extrapolation_metrics() else ()),
+            *(("dcwe_diffusion",) if dc_all_diffusion() else ()))
+
+
 def dc_intermediates(name):
     """The Parquet, JSON and .npy files the stage's jobs write and later jobs read."""
     files = [f"{dc_data_dir(name)}/corpus.json", f"{dc_data_dir(name)}/docs.parquet", dc_vectors_path(name)]
     for variant in dc_variants(name):
         for seed in DC_SEEDS:
-            for point in dc_points(name, variant, "training"):
+            for point in dc_seed_points(name, variant, "training", seed):
                 files += [f"{dc_run_dir(name, variant, seed, point)}/{f}" for f in ("metrics.json", "losses.parquet")]
     for variant in dc_sentiment_variants(name):
         for seed in DC_SEEDS:
-            for point in dc_points(name, variant, "sentiment"):
+            for point in dc_seed_points(name, variant, "sentiment", seed):
                 files += [f"{dc_sentiment_dir(name, variant, seed, point)}/{f}" for f in ("metrics.json", "predictions.parquet")]
+    for variant in dc_extrapolation(name)["variants"]:
+        for seed in dc_extrapolation(name)["seeds"]:
+            files += [f"{dc_extrapolation_dir(name, variant, seed)}/{f}" for f in ("metrics.json", "losses.parquet")]
+    for variant in dc_diffusion(name)["variants"]:
+        for seed in dc_diffusion(name)["seeds"]:
+            files += [f"{dc_diffusion_dir(name, variant, seed)}/{f}"
+                      for f in ("metrics.json", "diffusion.parquet", "walk_flight.parquet")]
     return files
 
 

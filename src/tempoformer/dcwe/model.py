@@ -9,10 +9,16 @@ vocabulary (vocab.py) get an offset; every other position gets exactly 0.
 
 Modes: `full` (one FFN and one GAT per time unit), `time_only` (SA, the social ablation:
 o = FFN_j(e~)), `social_only` (TA, the temporal ablation: one FFN and one GAT for all times, no
-walk prior), `cwe` (no offsets: the baseline). FFN = Linear(D + d_s -> D) -> tanh -> dropout ->
+walk prior), `cwe` (no offsets: the baseline), `static` (beyond the paper, a control: o = v_k,
+one learned vector per word of the filtered vocabulary, no time, no social context; trained at
+the offsets' learning rate with the anchor prior and no walk prior, as TA. It asks whether
+DCWE's gain is a time-invariant correction of the embeddings. Its budget, |V_dyn| x D, is close
+to DCWE's: chitchat_c5, 4,469 words x 384 = 1,716,096 against 5 x 335,780 = 1,678,900). FFN = Linear(D + d_s -> D) -> tanh -> dropout ->
 Linear(D -> D) (the authors' model.py:171-187). `offset_init`: `zero` zeroes the FFNs' last
 layer, so training starts at the warm-up model (our default); `pytorch` keeps PyTorch's default
-init (the authors': an offset of norm ~0.9 on MiniLM at step 0, spec §3.5). `gnn`: `gat` (the
+init (the authors': an offset of norm ~0.9 on MiniLM at step 0, spec §3.5); for `static`, `zero`
+starts every v_k at 0 and `pytorch` at the offset a PyTorch-initialised FFN(e~) gives the word,
+so that it starts where SA's first component would. `gnn`: `gat` (the
 paper), `gcn` (the authors' --gnn gcn) or `none` (the authors' --gnn none: a two-layer MLP of s~
 per time unit, no graph); see gat.py.
 
@@ -33,7 +39,7 @@ from ..semantic_change.model import MLMHead
 from .gat import GNNS, social_network, with_self_loops
 from .options import VARIANTS, WALK_AT_T0  # noqa: F401  (VARIANTS: part of the model API)
 
-MODES = ("cwe", "full", "time_only", "social_only")
+MODES = ("cwe", "full", "time_only", "social_only", "static")
 
 
 @dataclass
@@ -64,7 +70,7 @@ class DcweSpec:
 
     @property
     def n_components(self) -> int:
-        return {"cwe": 0, "social_only": 1}.get(self.mode, self.n_times)
+        return {"cwe": 0, "social_only": 1, "static": 0}.get(self.mode, self.n_times)
 
 
 class OffsetFFN(nn.Module):
@@ -107,11 +113,26 @@ class DcweModel(nn.Module):
             self.gnn = nn.ModuleList(
                 social_network(spec.gnn, spec.social_dim, spec.heads, spec.attn_dropout, spec.dropout)
                 for _ in range(spec.n_components if spec.social else 0))
+        if spec.mode == "static":
+            self._init_static(dynamic, d_model, seed)
         if spec.offset_init == "zero":
             with torch.no_grad():
                 for ffn in self.ffn:
                     ffn.outer.weight.zero_()
                     ffn.outer.bias.zero_()
+
+    def _init_static(self, dynamic: torch.Tensor, d_model: int, seed: int) -> None:
+        """The static control's table: one row per word with an offset (row_of: id -> row, -1 elsewhere)."""
+        ids = dynamic.nonzero().flatten()
+        row_of = torch.full((len(dynamic),), -1, dtype=torch.long)
+        row_of[ids] = torch.arange(len(ids))
+        self.register_buffer("static_row", row_of)
+        start = torch.zeros(len(ids), d_model)
+        if self.spec.offset_init == "pytorch":
+            with torch.random.fork_rng(devices=[]), torch.no_grad():
+                torch.manual_seed(seed)
+                start = OffsetFFN(d_model, d_model, 0.0)(self.word_embeddings.weight[ids].detach().float())
+        self.static = nn.Parameter(start)
 
     # ------------------------------------------------------------------------- offsets
 
@@ -147,6 +168,9 @@ class DcweModel(nn.Module):
         if walk_at_t0 is not None and walk_at_t0 not in WALK_AT_T0:
             raise ValueError(f"walk_at_t0 must be one of {WALK_AT_T0}, got {walk_at_t0!r}")
         b, pos = (self.dynamic[ids] & attention.bool()).nonzero(as_tuple=True)
+        if self.spec.mode == "static":  # v_k: neither time nor unit, no walk
+            values = self.static[self.static_row[ids[b, pos]]].to(emb.dtype)
+            return emb, emb.new_zeros(emb.shape).index_put((b, pos), values), None
         x, u, t = emb[b, pos], units[b], times[b]
         components = torch.zeros_like(t) if self.spec.mode == "social_only" else t
         cache: dict = {}
@@ -171,7 +195,8 @@ class DcweModel(nn.Module):
         return self.mlm(hidden, self.word_embeddings.weight)
 
     def dynamic_parameter_names(self) -> set[str]:
-        return {n for n, _ in self.named_parameters() if n.startswith(("ffn.", "gnn."))}
+        """The offsets' parameters (FFNs, GATs, the static table): trained at dynamic_lr."""
+        return {n for n, _ in self.named_parameters() if n.startswith(("ffn.", "gnn.")) or n == "static"}
 
 
 # --------------------------------------------------------------------------- building
@@ -221,7 +246,7 @@ def load_model(path: str | os.PathLike, spec: DcweSpec | None = None, social: to
     model = DcweModel(bert, spec, dynamic_ids or [], social, edge_index, seed)
     shared = {k: v for k, v in saved["state_dict"].items() if k.startswith(("bert.", "mlm.", "word_embeddings."))}
     missing, unexpected = model.load_state_dict(shared, strict=False)
-    left = [k for k in missing if not k.startswith(("ffn.", "gnn.", "dynamic", "social_input", "edge_index"))]
+    left = [k for k in missing if not k.startswith(("ffn.", "gnn.", "static", "dynamic", "social_input", "edge_index"))]
     if left or unexpected:
         raise ValueError(f"{path}: not a checkpoint of this backbone (missing {left[:3]}, unexpected {unexpected[:3]})")
     return model, saved["info"]

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from ..settings import settings_from_dict
 
-# config variant -> mode (the paper's names: DCWE, SA social ablation, TA temporal ablation)
-VARIANTS = {"cwe": "cwe", "dcwe": "full", "sa": "time_only", "ta": "social_only"}
+# config variant -> mode (the paper's names: DCWE, SA social ablation, TA temporal ablation;
+# static: beyond the paper, one learned offset per word, neither time nor social context)
+VARIANTS = {"cwe": "cwe", "dcwe": "full", "sa": "time_only", "ta": "social_only", "static": "static"}
 WALK_AT_T0 = ("skip", "authors")
 PRIOR_NORMS = ("paper", "authors")
 
@@ -19,8 +20,11 @@ class DCWETrainSettings:
     # ranges: tempoformer/settings.py (checked at start-up, config_checks.py, and by from_dict)
     steps: int = field(default=100, metadata={"range": ">= 1"})
     # instead of steps: passes over the training documents, each followed by a dev evaluation
-    # (the best epoch is kept)
+    # (the best epoch is kept); with `patience`, the most epochs
     epochs: int | None = field(default=None, metadata={"range": ">= 1"})
+    # with epochs: stop after this many epochs in a row without a better dev value (None: run
+    # all `epochs`, the paper's reading: a fixed number of epochs, each one a trial)
+    patience: int | None = field(default=None, metadata={"range": ">= 1"})
     batch_size: int = field(default=4, metadata={"range": ">= 1"})
     lr: float = field(default=3e-6, metadata={"range": "> 0"})  # backbone and MLM head (the paper's best)
     # offset FFNs and GATs (None: lr, as the authors)
@@ -39,6 +43,9 @@ class DCWETrainSettings:
             raise ValueError(f"prior_norm must be one of {PRIOR_NORMS}, got {self.prior_norm!r}")
         if self.walk_at_t0 not in WALK_AT_T0:
             raise ValueError(f"walk_at_t0 must be skip or authors, got {self.walk_at_t0!r}")
+        if self.patience is not None and self.epochs is None:
+            raise ValueError("patience needs epochs (the most epochs to run): with steps there is no dev "
+                             "evaluation to stop on")
 
     @property
     def lambda_w(self) -> float:

@@ -103,16 +103,18 @@ def sentiment_loss(model: SentimentModel, batch, settings: DCWETrainSettings, de
 
 def train_sentiment(model: SentimentModel, docs: EncodedDocs, labels: np.ndarray, pad: int,
                     settings: DCWETrainSettings, seed: int, device: str = "cpu",
-                    evaluate: Callable[[int], float] | None = None) -> dict:
+                    evaluate: Callable[[int], float] | None = None, checkpoint=None, key: dict | None = None) -> dict:
     """Train in place; the same batch schedule as the MLM task for a seed (train.batch_schedule).
-    evaluate(epoch) -> dev macro-F1 (higher is better) for per-epoch selection."""
+    evaluate(epoch) -> dev macro-F1 (higher is better) for per-epoch selection; checkpoint,
+    key: resume per epoch (train.train_loop)."""
     labels = np.asarray(labels)
 
     def batch_loss(picks, step):
         return sentiment_loss(model, labelled_batch(docs, labels, picks, pad), settings, device)
 
     return train_loop(model, len(docs), settings, seed, batch_loss, device, HEAD_PREFIXES,
-                      ("loss", "bce", "anchor", "walk"), evaluate, higher_is_better=True)
+                      ("loss", "bce", "anchor", "walk"), evaluate, higher_is_better=True,
+                      checkpoint=checkpoint, key=key)
 
 
 @torch.no_grad()

@@ -9,9 +9,14 @@
   same test documents, beside a majority-class row;
 - dcwe_change: beyond the paper, a semantic change score per word from the trained offsets
   against graded truth (Pearson r, Spearman rho), beside temporal attention on the same corpus
-  (the semantic-change stage's runs when the config has them) and the Rosin & Radinsky numbers.
+  (the semantic-change stage's runs when the config has them) and the Rosin & Radinsky numbers;
+- dcwe_extrapolation (with extrapolation runs): beyond the paper, perplexity on a held-out last
+  time unit, Wilcoxon against CWE and the static control per seed;
+- dcwe_diffusion (with diffusion analyses): the numbers of the paper's Figure 5 (walk vs flight
+  per time) and the mean r^ of Figure 4, per word pair.
 
-Our cells: mean ± sd over seeds where there are several; p-values per seed. The paper's
+Our cells: mean ± sd (sample sd, n - 1) over seeds where there are several; p-values per seed;
+the static control (one learned offset per word) beside CWE in Tables 2 and 3. The paper's
 numbers are data (paper_numbers.csv). Only dcwe_grid holds a wall time (τ, the runs' own
 record in their metrics.json), so a rerun of the tables writes the same bytes.
 """
@@ -32,7 +37,8 @@ from .metrics import mcnemar, paired_predictions, scores, wilcoxon
 
 PAPER_CSV = Path(__file__).with_name("paper_numbers.csv")
 PAPER_DATASETS = ("ArXiv", "Ciao", "Reddit", "YELP")
-NAMES = {"dcwe": "DCWE", "cwe": "CWE", "sa": "SA (time only)", "ta": "TA (one social component)"}
+NAMES = {"dcwe": "DCWE", "cwe": "CWE", "sa": "SA (time only)", "ta": "TA (one social component)",
+         "static": "Static (one offset per word)"}
 ALPHA = 0.01
 LABEL_NAMES = ("negative", "positive")
 
@@ -125,14 +131,14 @@ def table1(corpora: list[dict], paper: pl.DataFrame) -> tuple[Table, pl.DataFram
 def perplexity_table(number: int, runs: list[dict], datasets: Mapping[str, str | None], paper: pl.DataFrame,
                      variants: Sequence[str], label: str) -> tuple[Table, pl.DataFrame]:
     grouped = _by(runs)
-    header = ["Dataset", "Model", "Source", "Dev", "Test", "Wilcoxon dev", "Wilcoxon test"]
+    header = ["Dataset", "Model", "Source", "Dev", "Test", "Wilcoxon dev", "Wilcoxon test", "Best epoch / run"]
     rows, csv = [], []
     paper_models = ("dcwe", "cwe") if number == 2 else ("dcwe", "sa", "ta")
     for name in PAPER_DATASETS:
         for model in paper_models:
             table = 3 if number == 3 and model != "dcwe" else 2
             dev, test = (_paper(paper, table, name, model, s) for s in ("dev", "test"))
-            rows.append([name, NAMES[model], "paper (BERT-base, 1 seed)", dev, test, "", ""])
+            rows.append([name, NAMES[model], "paper (BERT-base, 1 seed)", dev, test, "", "", "7 (grid edge)"])
             csv.append({"dataset": name, "model": model, "source": "paper", "dev": dev, "test": test, "seeds": 1})
     for dataset, column in datasets.items():
         present = [v for v in variants if (dataset, v) in grouped]
@@ -143,6 +149,10 @@ def perplexity_table(number: int, runs: list[dict], datasets: Mapping[str, str |
         if number == 2 and {"dcwe", "cwe"} <= set(present):
             for split in ("dev", "test"):
                 pvals[split]["dcwe"] = _p_cell(grouped[(dataset, "dcwe")], grouped[(dataset, "cwe")], split)
+        if number == 2 and {"dcwe", "static"} <= set(present):
+            for split in ("dev", "test"):
+                pvals[split]["static"] = "DCWE vs static: " + _p_cell(grouped[(dataset, "dcwe")],
+                                                                      grouped[(dataset, "static")], split)
         if number == 3:
             ranked_for = [v for v in ("dcwe", "sa", "ta") if v in present]
             for split in ("dev", "test"):
@@ -155,14 +165,17 @@ def perplexity_table(number: int, runs: list[dict], datasets: Mapping[str, str |
             n = len(grouped[(dataset, v)])
             source = f"ours ({label}, {n} seed{'s' if n > 1 else ''})" + (f"; paper column {column}" if column else "")
             rows.append([dataset, NAMES[v], source, _fmt(ppl[v]["dev"]), _fmt(ppl[v]["test"]),
-                         pvals["dev"].get(v, ""), pvals["test"].get(v, "")])
+                         pvals["dev"].get(v, ""), pvals["test"].get(v, ""), _epochs_cell(grouped[(dataset, v)])])
             csv.append({"dataset": dataset, "model": v, "source": "ours", "dev": _fmt(ppl[v]["dev"]),
                         "test": _fmt(ppl[v]["test"]), "seeds": n})
     notes = [
         "Perplexity: ours is token-weighted, exp(total CE / masked pieces), with each document's masks fixed by "
         "(seed, document), so models pair on the same positions (the authors' code: exp of the mean of batch means "
         "under fresh random masks; metrics.json keeps that number too). Wilcoxon signed-rank on paired "
-        f"per-document mean CE; * p < {ALPHA}.",
+        f"per-document mean CE, one test per seed; * p < {ALPHA}. Several seeds: mean ± sd over seeds (each seed at "
+        "its best grid point and epoch). Best epoch / run: the kept epoch and the epochs trained, per seed (training "
+        "stops when dev perplexity has not improved for `patience` epochs); a run by steps shows its steps. "
+        "Static: one learned offset per word of the filtered vocabulary, no time, no social component (a control).",
         f"Not comparable in absolute terms: {label} (22.7M parameters, no pretrained MLM head: a shared CWE warm-up "
         "starts every model) instead of BERT-base, a different corpus, and a CPU budget of a few hundred steps "
         "instead of 7 epochs. The paper's differences (0.002-0.1) are smaller than what a CPU-scale run can resolve.",
@@ -170,6 +183,17 @@ def perplexity_table(number: int, runs: list[dict], datasets: Mapping[str, str |
     title = {2: "Hofmann et al. (2021) Table 2: MLM perplexity, DCWE vs CWE",
              3: "Hofmann et al. (2021) Table 3: ablation, DCWE vs SA (social ablation) vs TA (temporal ablation)"}
     return Table(title[number], header, rows, notes, label_columns=3), pl.DataFrame(csv)
+
+
+def _epochs_cell(group: list[dict]) -> str:
+    """Per seed: the kept epoch / the epochs trained (`20 steps` for a run by steps)."""
+    def one(run):
+        epochs = run.get("epochs") or []
+        if not epochs:
+            return f"{run.get('train_steps')} steps"
+        return f"{run.get('best_epoch')}/{len(epochs)}"
+
+    return "; ".join(one(r) for r in group)
 
 
 def table4(runs: list[dict]) -> tuple[Table, pl.DataFrame]:
@@ -187,8 +211,11 @@ def table4(runs: list[dict]) -> tuple[Table, pl.DataFrame]:
             rows.append([run["dataset"], NAMES[run["variant"]], entry["word"], f"{entry['sigma']:.5f}",
                          str(entry["contexts"]), where(entry["above"]), where(entry["below"])])
     notes = ["σ_sim (eq. 15): standard deviation over the (unit, time) contexts of a word in the dev documents of "
-             "sim = cos(ẽ, ẽ + o); ours for the first seed of each model with offsets; units shown by their first "
-             "8 characters. The paper reports no σ values for its two examples."]
+             "sim = cos(ẽ, e); a word split into word pieces is the average of its pieces' embeddings (the paper's "
+             "footnote 14: ẽ the mean of the pieces' ẽ_p, e the mean of ẽ_p + o_p, o_p = 0 for a piece without an "
+             "offset), ranked when one of its pieces has an offset; ours for the first seed of each model whose "
+             "offsets vary (not CWE, not the static control); units shown by their first 8 characters. The paper "
+             "reports no σ values for its two examples."]
     csv = pl.DataFrame([dict(zip(["dataset", "model", "word", "sigma", "contexts", "above", "below"], r)) for r in rows])
     return Table("Hofmann et al. (2021) Table 4: words with the most social/temporal variability", header, rows,
                  notes, label_columns=len(header)), csv
@@ -216,8 +243,8 @@ def change_table(runs: list[dict], sc_metrics: Sequence[str | os.PathLike], labe
         rows.append(["SemEval-Eng", row["method"], "Rosin & Radinsky (2022), BERT-base",
                      _fmt([row["r"]]), _fmt([row["rho"]]), "37", "0"])
     notes = ["Beyond the paper: a word's score is 1 - cos of its social-averaged dynamic type embeddings "
-             "ē_j = ẽ + mean over units of o_j at the first and last time; only single-piece words of the dynamic "
-             "vocabulary can be scored (the others are counted as unscored). Correlations against the graded truth "
+             "ē_j = ẽ + mean over units of o_j at the first and last time; a word of several pieces is their average "
+             "(footnote 14), scorable when one of its pieces has an offset (the others are counted as unscored). Correlations against the graded truth "
              "of the corpus; the embedded default corpus is the synthetic graded chitchat corpus of the "
              "semantic-change stage, not SemEval."]
     csv = pl.DataFrame([dict(zip(["dataset", "method", "source", "pearson", "spearman", "scored", "unscored"], r))
@@ -292,6 +319,75 @@ def table5(runs: list[dict], datasets: Mapping[str, str | None], paper: pl.DataF
             pl.DataFrame(csv))
 
 
+# --------------------------------------------------------------------------- beyond the paper
+
+EXTRAPOLATION_ORDER = ("dcwe", "sa", "ta", "static", "cwe")
+
+
+def extrapolation_table(runs: list[dict], label: str) -> tuple[Table, pl.DataFrame]:
+    """Perplexity on the held-out last time (and on the in-time test documents) per model; Wilcoxon
+    on the held-out documents against CWE and the static control, per seed."""
+    grouped = _by(runs)
+    header = ["Dataset", "Model", "Source", "Held-out time", "Held-out perplexity", "In-time test perplexity",
+              "Wilcoxon held-out vs CWE", "Wilcoxon held-out vs static", "Best epoch / run"]
+    rows, csv = [], []
+    for dataset in sorted({d for d, _ in grouped}):
+        for v in [v for v in EXTRAPOLATION_ORDER if (dataset, v) in grouped]:
+            group = grouped[(dataset, v)]
+            # each model against the two controls (CWE once: against CWE, not the other way round)
+            tests = [_p_cell(group, grouped[(dataset, other)], "heldout")
+                     if v not in (other, "cwe") and (dataset, other) in grouped else "" for other in ("cwe", "static")]
+            held = _fmt([r["heldout"]["perplexity"] for r in group])
+            test = _fmt([r["test"]["perplexity"] for r in group])
+            n = len(group)
+            source = f"ours ({label}, {n} seed{'s' if n > 1 else ''})"
+            rows.append([dataset, NAMES[v], source, group[0]["held_out_time"], held, test, *tests, _epochs_cell(group)])
+            csv.append({"dataset": dataset, "model": v, "held_out_time": group[0]["held_out_time"],
+                        "heldout": held, "test": test, "seeds": n})
+    notes = ["Beyond the paper (held-out-month extrapolation): every model is warmed up and trained without the last "
+             "time unit's documents; those documents (all splits: none was seen) are scored with the last trained "
+             "time component, the random walk prior's forecast of the next offsets (models without time components "
+             "read them as any other). In-time test: the test documents of the earlier times. Wilcoxon signed-rank on "
+             f"paired per-document mean CE of the held-out documents, one test per seed; * p < {ALPHA}."]
+    return (Table("DCWE on a held-out last time unit (beyond Hofmann et al. 2021)", header, rows, notes,
+                  label_columns=4), pl.DataFrame(csv, schema={k: pl.String if k != "seeds" else pl.Int64
+                                                             for k in ("dataset", "model", "held_out_time", "heldout",
+                                                                       "test", "seeds")}))
+
+
+def diffusion_table(analyses: list[dict]) -> tuple[Table, pl.DataFrame]:
+    """The paper's Figure 5 as numbers (walk vs flight per time) with Figure 4's mean r^ per time."""
+    header = ["Dataset", "Model", "Seed", "Word / associate", "Time", "Units using", "Mean r̂", "Reached (r̂ > 0)",
+              "Newly reached", "Walk", "Flight", "Walk share"]
+    rows = []
+    for a in sorted(analyses, key=lambda a: (a["dataset"], a["variant"], a["seed"])):
+        scores = read_parquet(a["_dir"] / "diffusion.parquet")
+        walks = read_parquet(a["_dir"] / "walk_flight.parquet")
+        for w in walks.sort(["word", "associate", "time"], maintain_order=True).iter_rows(named=True):
+            here = scores.filter((pl.col("word") == w["word"]) & (pl.col("associate") == w["associate"])
+                                 & (pl.col("time") == w["time"]))
+            mean = f"{here['r_hat'].mean():.1f}" if here.height else "–"
+            share = "–" if w["walk_share"] is None else f"{w['walk_share']:.2f}"
+            rows.append([a["dataset"], NAMES[a["variant"]], str(a["seed"]), f"{w['word']} / {w['associate']}",
+                         w["period"], str(w["units_using"]), mean, str(w["reached"]), str(w["new"]), str(w["walk"]),
+                         str(w["flight"]), share])
+    rows += [["ArXiv", "DCWE (paper)", "123", "network / learning", "Fig. 5", "–", "–", "–", "–", "–", "–",
+              "walk dominates"],
+             ["Reddit", "DCWE (paper)", "123", "mask / vaccine", "Fig. 5", "–", "–", "–", "–", "–", "–",
+              "flight dominates"]]
+    notes = ["The paper's §5.4: r̂ = N - r + 1 (eq. 16, N = 100), r the rank of the associate's time-specific centroid "
+             "(averaged over units) among the nearest neighbours of the word's contextualised embedding (mean of the "
+             "first six layers) in a (unit, time) context, 0 beyond N; a unit's r̂ at a time is the mean over the "
+             "word's occurrences there. Candidates: the centroids of the filtered vocabulary's words at that time "
+             "(the paper does not say which). Newly reached: units with r̂ > 0 for the first time; walk: adjacent to a "
+             "unit reached before; flight: not; the share is undefined where nothing was reached before. The paper "
+             "gives these as plots only (Figures 4-5); its words and corpora (ArXiv, Reddit) are not ours."]
+    csv = pl.DataFrame([dict(zip(["dataset", "model", "seed", "pair", "time", "units_using", "mean_r_hat", "reached",
+                                  "new", "walk", "flight", "walk_share"], r)) for r in rows])
+    return (Table("Semantic diffusion, Hofmann et al. (2021) Figures 4-5 as numbers", header, rows, notes,
+                  label_columns=5), csv)
+
+
 # --------------------------------------------------------------------------- grid search (Tables 6-8)
 
 DEV_METRIC = {"mlm": ("perplexity", False), "sentiment": ("macro_f1", True)}  # (metric, higher is better)
@@ -339,7 +435,7 @@ def grid_table(runs: list[dict], sentiment: list[dict], paper: pl.DataFrame,
             seeds = sorted({r["seed"] for r in group})
             best = selected[(dataset, variant, seeds[0])]
             n_e = str(best["best_epoch"]) if best.get("best_epoch") else f"{best['train_steps']} steps"
-            table = 8 if task == "sentiment" else 6 if variant in ("dcwe", "cwe") else 7
+            table = 8 if task == "sentiment" else 6 if variant in ("dcwe", "cwe", "static") else 7
             minutes = sum(r["seconds"] for r in group) / 60 / len(seeds)
             source = f"ours ({label}, {len(seeds)} seed{'s' if len(seeds) > 1 else ''})"
             rows.append([f"{table} (ours)", name, dataset, NAMES[variant], source, str(len(values)),
@@ -362,20 +458,28 @@ def grid_table(runs: list[dict], sentiment: list[dict], paper: pl.DataFrame,
 def write_tables(metric_paths: Sequence[str | os.PathLike], corpus_paths: Sequence[str | os.PathLike],
                  out_dir: str | os.PathLike, datasets: Mapping[str, str | None], backbone_label: str = "MiniLM-L6",
                  sc_metrics: Sequence[str | os.PathLike] = (),
-                 sentiment_paths: Sequence[str | os.PathLike] = ()) -> dict[str, list[Path]]:
-    """dcwe_table{1,2,3,4,5}, dcwe_change and dcwe_grid (.md, .csv, .tex, .html) under out_dir. Tables 2-5
-    and the change table show, per (dataset, variant, seed), the grid point with the best dev metric."""
+                 sentiment_paths: Sequence[str | os.PathLike] = (),
+                 extrapolation_paths: Sequence[str | os.PathLike] = (),
+                 diffusion_paths: Sequence[str | os.PathLike] = ()) -> dict[str, list[Path]]:
+    """dcwe_table{1,2,3,4,5}, dcwe_change and dcwe_grid (.md, .csv, .tex, .html) under out_dir, and
+    dcwe_extrapolation / dcwe_diffusion when there are such runs. Tables 2-5 and the change table
+    show, per (dataset, variant, seed), the grid point with the best dev metric."""
     paper = paper_numbers()
     all_runs, all_sentiment = load_runs(metric_paths), load_runs(sentiment_paths)
     runs, sentiment = select_runs(all_runs, "mlm"), select_runs(all_sentiment, "sentiment")
     corpora = [read_json(p)["stats"] for p in corpus_paths]
     built = {
         "dcwe_table1": table1(corpora, paper),
-        "dcwe_table2": perplexity_table(2, runs, datasets, paper, ("dcwe", "cwe"), backbone_label),
-        "dcwe_table3": perplexity_table(3, runs, datasets, paper, ("dcwe", "sa", "ta", "cwe"), backbone_label),
+        "dcwe_table2": perplexity_table(2, runs, datasets, paper, ("dcwe", "static", "cwe"), backbone_label),
+        "dcwe_table3": perplexity_table(3, runs, datasets, paper, ("dcwe", "sa", "ta", "static", "cwe"),
+                                        backbone_label),
         "dcwe_table4": table4(runs),
         "dcwe_table5": table5(sentiment, datasets, paper, backbone_label),
         "dcwe_change": change_table(runs, sc_metrics, backbone_label),
         "dcwe_grid": grid_table(all_runs, all_sentiment, paper, backbone_label),
     }
+    if extrapolation_paths:
+        built["dcwe_extrapolation"] = extrapolation_table(load_runs(extrapolation_paths), backbone_label)
+    if diffusion_paths:
+        built["dcwe_diffusion"] = diffusion_table(load_runs(diffusion_paths))
     return {stem: write_table(table, csv, out_dir, stem) for stem, (table, csv) in built.items()}

@@ -22,10 +22,13 @@ offset and GAT weights their own rate. Dropout draws come from `seed` under a fo
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass
 from types import SimpleNamespace
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -33,6 +36,7 @@ import polars as pl
 import torch
 from torch.nn import functional as F
 
+from ..checkpoint_io import DamagedState, load_state, save_state, set_aside
 from ..semantic_change.pretrain import mask_batch
 from .model import DcweModel
 from .options import PRIOR_NORMS, DCWETrainSettings  # noqa: F401  (DCWETrainSettings: the training API)
@@ -161,10 +165,62 @@ def mlm_loss(model: DcweModel, batch, settings: DCWETrainSettings, device: str):
     return add_priors(ce, offsets, walk, attention, settings)
 
 
+def _copy_state(model: torch.nn.Module) -> dict:
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+def _fresh() -> dict:
+    return {"step": 0, "log_rows": [], "epochs": [], "best_epoch": None, "best_value": None, "since_best": 0,
+            "stopped": False, "seconds": 0.0, "best_state": None}
+
+
+def _save_checkpoint(path: Path, state: dict, key: dict, model, optimizer) -> None:
+    """The training state after an epoch (checkpoint_io: safetensors + JSON, no pickle). The
+    best epoch's weights are not stored twice when they are the model's own."""
+    best_is_model = state["best_epoch"] == (state["epochs"][-1]["epoch"] if state["epochs"] else None)
+    save_state(path, {**state, "best_state": None if best_is_model else state["best_state"],
+                      "best_is_model": best_is_model, "key": key, "model": _copy_state(model),
+                      "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+                      "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None})
+
+
+def _resume(path: Path, key: dict, model, optimizer) -> dict:
+    """The state saved at `path`, applied to the model, the optimizer and the (forked) torch RNG;
+    a fresh state if there is none. A damaged file is set aside (`<name>.damaged`); one made by
+    another run (other settings, seed or inputs: `key`) is removed; either way the run starts
+    from its first step."""
+    if not path.exists():
+        return _fresh()
+    try:
+        saved = load_state(path)
+        if not isinstance(saved, dict) or "model" not in saved or "optimizer" not in saved:
+            raise DamagedState(path, "not a DCWE training checkpoint")
+    except DamagedState as error:
+        set_aside(path, error.problem)
+        return _fresh()
+    if saved.get("key") != key:
+        log.warning("%s: made by another run (settings, seed or inputs differ); starting afresh", path)
+        path.unlink()
+        return _fresh()
+    model_state = saved.pop("model")
+    model.load_state_dict(model_state)
+    optimizer.load_state_dict(saved.pop("optimizer"))
+    torch.set_rng_state(saved.pop("torch_rng"))
+    cuda_rng = saved.pop("cuda_rng")
+    if cuda_rng is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(cuda_rng)
+    if saved.pop("best_is_model"):
+        saved["best_state"] = {k: v.clone() for k, v in model_state.items()}
+    saved.pop("key")
+    log.info("%s: resuming after step %d (epoch %d)", path, saved["step"], len(saved["epochs"]))
+    return saved
+
+
 def train_loop(model: torch.nn.Module, n_docs: int, settings: DCWETrainSettings, seed: int,
                batch_loss: Callable[[np.ndarray, int], tuple], device: str = "cpu",
                head_prefixes: Sequence[str] = (), names: Sequence[str] = ("loss", "task", "anchor", "walk"),
-               evaluate: Callable[[int], float] | None = None, higher_is_better: bool = False) -> dict:
+               evaluate: Callable[[int], float] | None = None, higher_is_better: bool = False,
+               checkpoint: str | os.PathLike | None = None, key: dict | None = None) -> dict:
     """Adam over `settings.total_steps(n_docs)` batches of `batch_schedule(n_docs, ...)`;
     batch_loss(picks, step) returns (total, *parts) for one batch. Parameter groups: the model's
     dynamic parameters (`dynamic_parameter_names`) at dynamic_lr, those under `head_prefixes` at
@@ -173,8 +229,15 @@ def train_loop(model: torch.nn.Module, n_docs: int, settings: DCWETrainSettings,
 
     Per-epoch selection (the paper's grid: every epoch is a trial): with `settings.epochs` and
     `evaluate`, evaluate(epoch) -> dev metric runs after each epoch's last step; the weights of the
-    best epoch (strictly better than every earlier one) are put back at the end. Evaluation draws
-    nothing from the dropout RNG, so the training steps are those of a run without it."""
+    best epoch (strictly better than every earlier one) are put back at the end. With
+    `settings.patience`, training stops after that many epochs in a row without a better value
+    (`epochs` is then the most). Evaluation draws nothing from the dropout RNG, so the training
+    steps are those of a run without it.
+
+    `checkpoint` (with per-epoch evaluation): the whole training state (weights, Adam, the
+    dropout RNG, the epochs so far, the best epoch's weights) is saved there after every epoch,
+    and a run started again with the same file and `key` (what the run is made from) resumes
+    after its last finished epoch and ends exactly as an uninterrupted run would."""
     started = time.perf_counter()
     steps = settings.total_steps(n_docs)
     per_epoch = settings.steps_per_epoch(n_docs) if settings.epochs is not None and evaluate else None
@@ -188,39 +251,61 @@ def train_loop(model: torch.nn.Module, n_docs: int, settings: DCWETrainSettings,
             lr = settings.head_lr
         groups.setdefault(lr, []).append(param)
     optimizer = torch.optim.Adam([{"params": ps, "lr": lr} for lr, ps in groups.items()])
-    log_rows, epochs, best = [], [], None
+    checkpoint = Path(checkpoint) if checkpoint is not None and per_epoch else None
+    # what the run is made from, as JSON reads it back (the checkpoint keeps it beside the state)
+    key = json.loads(json.dumps({**(key or {}), "settings": asdict(settings), "seed": seed, "n_docs": n_docs},
+                                default=str))
+    schedule = batch_schedule(n_docs, settings.batch_size, steps, seed)
     model.to(device).train()
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # dropout
-            for step, picks in enumerate(batch_schedule(n_docs, settings.batch_size, steps, seed)):
-                total, *parts = batch_loss(picks, step)
+            state = _resume(checkpoint, key, model, optimizer) if checkpoint else _fresh()
+            model.to(device).train()
+            before = state["seconds"]  # seconds of the runs this one resumes
+            for step in range(state["step"], steps):
+                if state["stopped"]:
+                    break
+                total, *parts = batch_loss(schedule[step], step)
                 optimizer.zero_grad(set_to_none=True)
                 total.backward()
                 if settings.max_grad_norm:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
                 optimizer.step()
-                log_rows.append([float(x.detach()) for x in (total, *parts)])
+                state["log_rows"].append([float(x.detach()) for x in (total, *parts)])
                 if (step + 1) % max(1, steps // 5) == 0:
                     log.info("step %d/%d: %s", step + 1, steps,
-                             ", ".join(f"{n} {v:.4g}" for n, v in zip(names, log_rows[-1])))
+                             ", ".join(f"{n} {v:.4g}" for n, v in zip(names, state["log_rows"][-1])))
+                state["step"] = step + 1
                 if per_epoch and (step + 1) % per_epoch == 0:
                     epoch = (step + 1) // per_epoch
                     value = float(evaluate(epoch))
                     model.train()
-                    epochs.append({"epoch": epoch, "step": step + 1, "dev": value,
-                                   "seconds": time.perf_counter() - started})
-                    improved = best is None or (value > best[1] if higher_is_better else value < best[1])
+                    state["seconds"] = before + time.perf_counter() - started
+                    state["epochs"].append({"epoch": epoch, "step": step + 1, "dev": value,
+                                            "seconds": state["seconds"]})
+                    best = state["best_value"]
+                    improved = best is None or (value > best if higher_is_better else value < best)
                     log.info("epoch %d: dev %.6g%s", epoch, value, " (best so far)" if improved else "")
                     if improved:
-                        best = (epoch, value, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
-        if best is not None and best[0] != epochs[-1]["epoch"]:
-            model.load_state_dict(best[2])
+                        state.update(best_epoch=epoch, best_value=value, best_state=_copy_state(model), since_best=0)
+                    else:
+                        state["since_best"] += 1
+                        if settings.patience is not None and state["since_best"] >= settings.patience:
+                            state["stopped"] = True
+                            log.info("no better dev value for %d epochs: stopping after epoch %d",
+                                     settings.patience, epoch)
+                    if checkpoint:
+                        _save_checkpoint(checkpoint, state, key, model, optimizer)
+        if state["best_epoch"] is not None and state["best_epoch"] != state["epochs"][-1]["epoch"]:
+            model.load_state_dict(state["best_state"])
     finally:
         model.eval()
-    losses = np.array(log_rows).reshape(-1, len(names))
-    out = {"steps": steps, "seconds": time.perf_counter() - started, "settings": asdict(settings),
-           "epochs": epochs, "best_epoch": best[0] if best else None}
+    rows = state["log_rows"]
+    losses = np.array(rows).reshape(-1, len(names))
+    out = {"steps": state["step"], "max_steps": steps, "seconds": before + time.perf_counter() - started,
+           "settings": asdict(settings), "epochs": state["epochs"], "best_epoch": state["best_epoch"],
+           "stopped_early": state["stopped"] and state["step"] < steps}
     for i, name in enumerate(names):
         out[name] = losses[:, i].tolist()
     task = names[1]
@@ -230,12 +315,15 @@ def train_loop(model: torch.nn.Module, n_docs: int, settings: DCWETrainSettings,
 
 
 def train_mlm(model: DcweModel, docs: EncodedDocs, tokenizer, settings: DCWETrainSettings, seed: int,
-              device: str = "cpu", warmup: bool = False, evaluate: Callable[[int], float] | None = None) -> dict:
+              device: str = "cpu", warmup: bool = False, evaluate: Callable[[int], float] | None = None,
+              checkpoint: str | os.PathLike | None = None, key: dict | None = None) -> dict:
     """Train in place on `docs`; returns a log (losses per step, seconds, settings, per-epoch dev
-    values). evaluate(epoch) -> dev perplexity (lower is better) for per-epoch selection."""
+    values). evaluate(epoch) -> dev perplexity (lower is better) for per-epoch selection;
+    checkpoint, key: see train_loop."""
     def batch_loss(picks, step):
         batch = masked_batch(docs, picks, tokenizer, settings.mlm_probability, seed, f"train{step}")
         return mlm_loss(model, batch, settings, device)
 
     return train_loop(model, len(docs), settings, seed, batch_loss, device, ("mlm.",) if warmup else (),
-                      ("loss", "mlm", "anchor", "walk"), evaluate, higher_is_better=False)
+                      ("loss", "mlm", "anchor", "walk"), evaluate, higher_is_better=False,
+                      checkpoint=checkpoint, key=key)
