@@ -112,6 +112,26 @@ def test_gguf_file_is_copied_verified_and_resolved(tmp_path, monkeypatch):
         backbone_path("smollm2-135m")
 
 
+def test_weights_record_names_the_file_read_and_checks_it_against_the_table(tmp_path, monkeypatch):
+    from tempoformer.causal_lms import weights_record
+
+    folder, name = BACKBONES["smollm2-135m"].folder.split("/")
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / name).write_bytes(b"not the registered file")
+    monkeypatch.setenv("TEMPOFORMER_BACKBONES", str(tmp_path))
+    record = weights_record("smollm2-135m")
+    assert record["file"] == name
+    assert record["weights_sha256"] == hashlib.sha256(b"not the registered file").hexdigest()
+    assert record["matches_table"] is False
+    # an unregistered folder: its model.safetensors, nothing to match
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "model.safetensors").write_bytes(b"abc")
+    record = weights_record(str(tmp_path / "mine"))
+    assert record == {"name": str(tmp_path / "mine"), "model": str(tmp_path / "mine"), "file": "model.safetensors",
+                      "weights_sha256": hashlib.sha256(b"abc").hexdigest(), "matches_table": None}
+    assert weights_record("some/hub-id")["weights_sha256"] is None  # nothing on disk to hash
+
+
 def test_wrong_gguf_sha256_is_refused_and_nothing_placed(tmp_path, capsys):
     src = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
     src.write_bytes(b"tampered")

@@ -14,6 +14,7 @@ import yaml
 from conftest import BIN, REPO, snakemake
 
 from tempoformer.config_checks import (
+    check_encoder_backbones,
     check_dataset_overrides,
     check_reader_options,
     check_stage_settings,
@@ -360,3 +361,20 @@ def test_a_yaml_syntax_error_in_the_default_config_names_the_file_and_the_line(t
                             env={"PATH": f"{BIN}:/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert result.returncode != 0
     assert f"{default}, line {lines + 1}, column 1: not valid YAML" in _out(result)
+
+
+@pytest.mark.parametrize("where, config", [
+    ("models.tempoformer.params.backbone", {"models": {"tempoformer": {"type": "tempoformer",
+                                                                       "params": {"backbone": "smollm2-135m"}}}}),
+    ("embedding_model", {"embedding_model": "smollm2-135m"}),
+    ("dcwe.backbone", {"dcwe": {"backbone": "smollm2-135m"}}),
+])
+def test_a_causal_lm_named_as_an_encoder_is_refused_with_its_key(where, config):
+    with pytest.raises(ValueError, match=rf"^{where}: smollm2-135m is a causal language model \(llama\)"):
+        check_encoder_backbones(config)
+
+
+def test_encoders_and_unregistered_names_pass_the_encoder_check():
+    default = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    check_encoder_backbones(default)
+    check_encoder_backbones({"models": {"m": {"params": {"backbone": "mpnet"}}}, "embedding_model": "some/folder"})

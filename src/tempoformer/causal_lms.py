@@ -21,6 +21,7 @@ the jobs naming it take.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -72,3 +73,23 @@ def pretrained_source(name: str) -> tuple[str, dict]:
         raise FileNotFoundError(f"{path}: no such GGUF file")
     require_gguf_packages(path)
     return str(Path(path).parent), {"gguf_file": Path(path).name}
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_record(name: str) -> dict:
+    """What a run loaded for `name`, for its record: the model it is, the file read and that file's
+    sha256 (a GGUF file, or a folder's model.safetensors; None when neither is on disk, e.g. a hub
+    id), and whether the sha256 is the registry's (None for an unregistered name)."""
+    path = Path(weights_path(name))
+    weights = path if path.suffix == GGUF else path / "model.safetensors"
+    sha = file_sha256(weights) if weights.is_file() else None
+    spec = BACKBONES.get(name)
+    return {"name": name, "model": spec.model if spec else name, "file": weights.name, "weights_sha256": sha,
+            "matches_table": None if spec is None else sha == spec.weights_sha256}

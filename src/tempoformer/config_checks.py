@@ -13,6 +13,9 @@ The model `params` are the model registry's (models/registry.py validate_params)
 - `check_causes`: the `causes:` section (issue 68's cause-by-cause table) names model entries
   that exist: its reference, baselines and factors are keys of `models` (a JSON schema cannot
   compare one section's keys with another's).
+- `check_encoder_backbones`: every place that names an encoder (a model's `backbone`, the SBERT
+  `embedding_model`, the DCWE and semantic change backbones) names none of the registered causal
+  LMs (smollm2-135m), which are for the future-LM stage and the LLM rows only.
 - `check_yaml_file`: a YAML syntax error named with its file and line. Snakemake 9 reads the
   files of `--configfile` itself, before the Snakefile runs, and says only "Config file is not
   valid JSON or YAML" (`--verbose` adds the parser's message with the file and the line); the
@@ -170,3 +173,23 @@ def check_stage_settings(config: dict) -> None:
                 check_settings(cls, values, f"future_lm.{where}")
         for where, values in _places(fl, "lm"):
             check_settings(LMConfig, {k: v for k, v in values.items() if k != "vocab_size"}, f"future_lm.{where}")
+
+
+CAUSAL_FAMILIES = ("llama", "gpt2")  # decoder-only: no bidirectional encoder, no pooling
+
+
+def check_encoder_backbones(config: dict) -> None:
+    """ValueError "<key>: <name> is a causal language model ..." where an encoder is expected."""
+    from .backbones import BACKBONES
+
+    places = [("embedding_model", config.get("embedding_model"))]
+    places += [(f"models.{name}.params.backbone", (entry.get("params") or {}).get("backbone"))
+               for name, entry in (config.get("models") or {}).items() if isinstance(entry, dict)]
+    places += [(f"{stage}.backbone", (config.get(stage) or {}).get("backbone")) for stage in ("dcwe", "semantic_change")]
+    for key, name in places:
+        spec = BACKBONES.get(name) if isinstance(name, str) else None
+        if spec is not None and spec.family in CAUSAL_FAMILIES:
+            encoders = ", ".join(n for n, b in BACKBONES.items() if b.family not in CAUSAL_FAMILIES)
+            raise ValueError(f"{key}: {name} is a causal language model ({spec.family}), not an encoder; "
+                             f"it serves the future-LM stage (base_model, tokenizer, context.encoder) and the "
+                             f"LLM rows. Encoders: {encoders}, or a model folder / hub id")

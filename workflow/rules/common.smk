@@ -76,9 +76,11 @@ for _dataset, _spec in DATASETS.items():
             raise ValueError(f"config: {error}") from None
 # Reader options against the reader's signature, the stage settings sections against their
 # settings classes (names and ranges; src/tempoformer/config_checks.py).
-from tempoformer.config_checks import check_dataset_overrides, check_reader_options, check_stage_settings
+from tempoformer.config_checks import check_dataset_overrides, check_encoder_backbones, check_reader_options
+from tempoformer.config_checks import check_stage_settings
 
 try:
+    check_encoder_backbones(config)
     check_reader_options(DATASETS)
     check_stage_settings(config)
     check_dataset_overrides(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))

@@ -69,12 +69,15 @@ MLM_VOCAB = 30522  # BERT/MiniLM WordPiece vocabulary: the MLM head's logits per
 
 def encoder_size(backbone):
     """(layers, width, parameters, cost per piece relative to MiniLM-L6) of a backbone: the
-    offline MiniLM-L6, else a BERT-base-sized model (the papers', MPNet-base), or BERT-large by its name."""
+    offline MiniLM-L6, SmolLM2-135M, else a BERT-base-sized model (the papers', MPNet-base), or
+    BERT-large by its name."""
     name = str(backbone or "minilm").lower()
     if name == "minilm":
         return 6, 384, 22e6, 1.0
     if "large" in name:
         return 24, 1024, 335e6, 28.0
+    if name == "smollm2-135m":  # the future-LM V_iw encoder option: 106M multiply-adds a piece in its layers
+        return 30, 576, 135e6, 10.0
     return 12, 768, 110e6, 8.0
 
 
@@ -281,19 +284,33 @@ FL_TYPE_FACTOR = {"baseline": 1.0, "baseline_n": 1.0, "static_bias": 1.0, "frequ
                   "context": 1.14, "context2": 1.74}
 
 
+# Pretrained base models by name: (layers, width, d_ff, positions, vocabulary, multiply-adds per
+# token). Positions: the longest sequence a batch holds (one abstract's chunk; the chunks of the
+# authors' evaluation are GPT-2's 1,024). SmolLM2-135M (Llama: 9 query and 3 key-value heads of
+# 64, a gated MLP of three 576 x 1,536 matrices, tied output layer) counts 2 d^2 + 2 d 192 for
+# attention and 3 d d_ff for the MLP per layer: 134.5M, its parameter count.
+FL_PRETRAINED = {
+    "gpt2": (12, 768, 3072, 1024, 50257, 12 * (4 * 768 ** 2 + 2 * 768 * 3072) + 768 * 50257),
+    "smollm2-135m": (30, 576, 1536, 1024, 49152,
+                     30 * (2 * 576 ** 2 + 2 * 576 * 192 + 3 * 576 * 1536) + 576 * 49152),
+}
+
+
 def fl_lm_size(name):
-    """(layers, width, d_ff, context, vocabulary) of the dataset's LM: the scratch LM of `lm`
-    (future_lm/lm.py LMConfig defaults), or a pretrained base model taken as GPT-2 small."""
-    if (fl_section(name, "base_model") or "scratch") != "scratch":
-        return 12, 768, 3072, 1024, FL_VOCAB["gpt2"]
+    """(layers, width, d_ff, positions, vocabulary, multiply-adds per token) of the dataset's LM:
+    the scratch LM of `lm` (future_lm/lm.py LMConfig defaults), a registered pretrained base
+    model, or any other pretrained base model taken as GPT-2 small."""
+    base = fl_section(name, "base_model") or "scratch"
+    if base != "scratch":
+        return FL_PRETRAINED.get(base, FL_PRETRAINED["gpt2"])
     lm = {"d_model": 128, "n_layers": 2, "d_ff": 512, "context": 128, **(fl_section(name, "lm") or {})}
     vocab = FL_VOCAB.get(fl_section(name, "tokenizer") or "minilm", FL_VOCAB["gpt2"])
-    return lm["n_layers"], lm["d_model"], lm["d_ff"], lm["context"], vocab
+    layers, width, d_ff = lm["n_layers"], lm["d_model"], lm["d_ff"]
+    return layers, width, d_ff, lm["context"], vocab, layers * (4 * width ** 2 + 2 * width * d_ff) + width * vocab
 
 
 def fl_units(name):
-    layers, width, d_ff, _, vocab = fl_lm_size(name)
-    return layers * (4 * width ** 2 + 2 * width * d_ff) + width * vocab
+    return fl_lm_size(name)[5]
 
 
 def fl_docs(name, split):
@@ -386,7 +403,7 @@ def fl_context_seconds(w):
 def fl_lm_mem_mb(w, section="finetune"):
     """The LM with its AdamW state (16 B a parameter) and a batch's activations and logits
     (forward and backward: ~20 floats per position, layer and width, plus the vocabulary)."""
-    layers, width, _, context, vocab = fl_lm_size(w.fl_dataset)
+    layers, width, _, context, vocab, _ = fl_lm_size(w.fl_dataset)
     _, batch_size = fl_fit(w.fl_dataset, section)
     params = fl_units(w.fl_dataset) + context * width
     return BASE_MEM_MB + (16 * params + 12 * batch_size * context * (vocab + 20 * layers * width)) / 1e6

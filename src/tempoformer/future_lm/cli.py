@@ -123,6 +123,7 @@ def run_pretrain(tokens: str, vocab_path: str, counts_path: str, output: str, se
     start point `base`, train.start_checkpoint)."""
     import torch
 
+    from ..causal_lms import weights_record
     from .biases import BiasSpec, TemporalLM
     from .checkpoint import save_pretrained
     from .lm import build_lm
@@ -145,7 +146,8 @@ def run_pretrain(tokens: str, vocab_path: str, counts_path: str, output: str, se
     info = {"seed": seed, "base_model": base_model, "recent_years": recent_years,
             "train_docs": len(train_docs) if base_model == "scratch" else None,  # a pretrained model: none here
             "params": sum(p.numel() for p in lm.parameters()), "vocab_size": len(vocab),
-            "numerics": numerics(device)}
+            "numerics": numerics(device),
+            "weights": None if base_model == "scratch" else weights_record(base_model)}
     if base_model == "scratch":
         model = TemporalLM(lm, BiasSpec("baseline"))
         fit_settings = FitSettings.from_dict(settings.get("pretrain"))
@@ -217,7 +219,8 @@ def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context
             "shortcut": shortcut, "train_seconds": time.perf_counter() - started,
             "params": sum(p.numel() for p in best[2].parameters()),
             "new_params": sum(p.numel() for p in best[2].new_parameters()),
-            "numerics": numerics(device), "pretrain_numerics": pretrained_info.get("numerics")}
+            "numerics": numerics(device), "pretrain_numerics": pretrained_info.get("numerics"),
+            "base_weights": pretrained_info.get("weights")}
     save_model(best[2], output, info)
     _json_dump(Path(output).with_name("train.json"), info)
     log.info("%s seed %d: best dev ppl %.2f (alpha %s, n %s)", name, seed, best[0], best[1].alpha, best[1].n)
@@ -296,7 +299,7 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
                "frequency_input": frequency_input,
                "evaluated_scaling": evaluation_scaling(BiasSpec.from_dict(info["spec"]), frequency_input),
                "numerics": numerics(device), "train_numerics": info.get("numerics"),
-               "pretrain_numerics": info.get("pretrain_numerics")}
+               "pretrain_numerics": info.get("pretrain_numerics"), "base_weights": info.get("base_weights")}
     _json_dump(out / "metrics.json", metrics)
     return metrics
 

