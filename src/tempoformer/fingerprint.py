@@ -34,7 +34,6 @@ software-env trigger cover those).
 from __future__ import annotations
 
 import ast
-import copy
 import dataclasses
 import functools
 import hashlib
@@ -95,6 +94,7 @@ class ModuleGraph:
                         break
                     self.data_files.setdefault(holder, []).append(key)
         self.nodes.update({name: self._node(name, *self.sources[name]) for name in self.sources})
+        self._subcommands: dict[str, Node] = {}
 
     def _package_module(self, dotted: str) -> str | None:
         """The package module `dotted` names, or for `pkg.mod.attr` the module `pkg.mod`."""
@@ -143,7 +143,7 @@ class ModuleGraph:
             parts = parent.split(".")
             imports.update(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in self.sources)
         imports.discard(module)
-        meaning = _Meaning(self, module, is_package).visit(scope)
+        meaning = _Meaning(self, module, is_package).reduce(scope)
         text = ast.dump(meaning, annotate_fields=False, include_attributes=False)
         return Node(hashlib.sha256(text.encode()).hexdigest(), frozenset(imports))
 
@@ -199,7 +199,13 @@ class ModuleGraph:
         return hashlib.sha256(json.dumps([contents, edges]).encode()).hexdigest()
 
     def subcommand(self, name: str) -> Node:
-        """The function that implements subcommand `name`: `cmd_<name>` in a stage's cli.py."""
+        """The function that implements subcommand `name`: `cmd_<name>` in a stage's cli.py
+        (worked out once per name: a DAG asks for each subcommand's many times)."""
+        if name not in self._subcommands:
+            self._subcommands[name] = self._subcommand(name)
+        return self._subcommands[name]
+
+    def _subcommand(self, name: str) -> Node:
         function = "cmd_" + name.replace("-", "_")
         for module, (source, _) in self.sources.items():
             if module.endswith(".cli") and f"def {function}(" in source:
@@ -241,8 +247,9 @@ class _Meaning(ast.NodeTransformer):
     def __init__(self, graph: "ModuleGraph", module: str, is_package: bool):
         self.graph, self.module, self.is_package = graph, module, is_package
 
-    def visit(self, node):
-        return super().visit(copy.deepcopy(node)) if node is not None else None
+    def reduce(self, node):
+        """The reduced tree of `node`, edited in place: every caller parses its own tree for it."""
+        return self.visit(node) if node is not None else None
 
     def generic_visit(self, node):
         body = getattr(node, "body", None)
