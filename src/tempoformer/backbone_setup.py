@@ -23,7 +23,6 @@ Not imported by any job: changing how a backbone is obtained reruns nothing.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import shutil
 import sys
@@ -32,18 +31,11 @@ import zipfile
 from pathlib import Path
 
 from .backbones import BACKBONES, backbones_dir
+from .causal_lms import sha256_file
 
 
 class SetupError(RuntimeError):
     pass
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def package_files(package: str, install: str) -> list:

@@ -75,7 +75,7 @@ def pretrained_source(name: str) -> tuple[str, dict]:
     return str(Path(path).parent), {"gguf_file": Path(path).name}
 
 
-def file_sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -89,7 +89,7 @@ def weights_record(name: str) -> dict:
     id), and whether the sha256 is the registry's (None for an unregistered name)."""
     path = Path(weights_path(name))
     weights = path if path.suffix == GGUF else path / "model.safetensors"
-    sha = file_sha256(weights) if weights.is_file() else None
+    sha = sha256_file(weights) if weights.is_file() else None
     spec = BACKBONES.get(name)
     return {"name": name, "model": spec.model if spec else name, "file": weights.name, "weights_sha256": sha,
             "matches_table": None if spec is None else sha == spec.weights_sha256}
