@@ -61,5 +61,6 @@ rule all:
         rules.semantic_change_tables.output if SC_DATASETS else [],
         # Hofmann et al. (2021) Tables 1-4 and the change-score table
         rules.dcwe_tables.output if DC_DATASETS else [],
+        dc_runs_due() if DC_DATASETS else [],
         # Li & Flanigan (2024): Tables 1 and 3, beyond-the-paper table, Figures 3 and 1b
         rules.future_lm_all.input if FL_DATASETS else [],

@@ -2,6 +2,8 @@
 default config plans every DCWE rule, the CPU-scale config plans its grid."""
 
 import json
+import os
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -93,6 +95,46 @@ def test_the_stage_runs_and_a_rerun_does_nothing(tmp_path):
     again = snakemake(tmp_path, configfile, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
+    # A fresh clone: the committed records (metrics, losses, predictions, diffusion tables) with
+    # new dates, no warm-ups, weights, node vectors, docs.parquet, nor Snakemake's own records.
+    results = tmp_path / "results"
+    for pattern in ("**/*.pt", "**/*.npy", "**/docs.parquet"):
+        for path in results.glob(pattern):
+            path.unlink()
+    shutil.rmtree(tmp_path / ".snakemake")
+    for path in sorted(results.rglob("*")):
+        if path.is_file():
+            os.utime(path)
+    fresh = snakemake(tmp_path, configfile, "-n")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    planned = planned_jobs(fresh)
+    for rule in ("dcwe_train", "dcwe_extrapolate", "dcwe_sentiment", "dcwe_diffusion", "dcwe_warmup", "dcwe_node2vec"):
+        assert rule not in planned, (rule, planned)
+
+    # the diffusion analysis needs weights, which are not committed: to be made again (a changed
+    # setting), it stops the plan with a clear error, its committed records as they were
+    config = tiny_config(tmp_path)
+    config["dcwe"]["datasets"]["toy"]["diffusion"]["neighbours"] = 4
+    configfile.write_text(yaml.safe_dump(config))
+    analysis = results / "dcwe" / "toy" / "seed1" / "diffusion" / "dcwe" / "metrics.json"
+    before = analysis.read_text()
+    redone = snakemake(tmp_path, configfile, "dcwe_all")
+    assert redone.returncode != 0 and "weights are not" in redone.stdout + redone.stderr
+    assert "dcwe_train" not in planned_jobs(SimpleNamespace(stdout=redone.stderr))
+    assert analysis.read_text() == before
+
+    # one training setting changed: every MLM run and what reads them is made again (the
+    # sentiment runs, from the backbone with their own section, are not)
+    config = tiny_config(tmp_path)
+    config["dcwe"]["training"]["epochs"] = 3
+    configfile.write_text(yaml.safe_dump(config))
+    changed = snakemake(tmp_path, configfile, "-n")
+    assert changed.returncode == 0, changed.stderr[-3000:]
+    planned = planned_jobs(changed)
+    assert planned["dcwe_train"] == 3 and planned["dcwe_extrapolate"] == 1 and planned["dcwe_diffusion"] == 1
+    # a marker for each training run; the diffusion's is there from the plan stopped above
+    assert planned["dcwe_stale_run"] == 4 and "dcwe_sentiment" not in planned
+
 
 def test_default_config_plans_the_dcwe_stage(tmp_path):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -108,22 +150,23 @@ def test_default_config_plans_the_dcwe_stage(tmp_path):
 
 
 def test_the_cpu_scale_config_plans_an_equal_grid_and_three_seeds(tmp_path):
-    """config/dcwe_chitchat.yaml: lr {3e-5, 1e-4} at lambda_a 0.1 for all five models on seed 0
+    """config/dcwe_chitchat.yaml: lr {1e-4, 3e-4} at lambda_a 0.1 for all five models on seed 0
     (10 runs), each model once at its seed-0 best point on seeds 1 and 2 (10 runs); sentiment CWE
-    and DCWE the same way (4 + 4); the held-out month for 4 models, diffusion for 2."""
+    and DCWE at lr {3e-5, 1e-4} the same way (4 + 4); the held-out month for 4 models, diffusion for 2."""
     result = snakemake(tmp_path, REPO / "config" / "dcwe_chitchat.yaml", "-n", "dcwe_all")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     jobs = {rule: n for rule, n in planned_jobs(result).items() if rule.startswith("dcwe")}
     assert jobs == {"dcwe_data": 2, "dcwe_node2vec": 2, "dcwe_warmup": 3, "dcwe_warmup_holdout": 1, "dcwe_train": 20,
                     "dcwe_extrapolate": 4, "dcwe_diffusion": 2, "dcwe_sentiment": 8, "dcwe_tables": 1, "dcwe_all": 1}
     for variant in ("dcwe", "sa", "ta", "static"):
-        for point in ("lr3e-05_la0.1", "lr0.0001_la0.1"):
+        for point in ("lr0.0001_la0.1", "lr0.0003_la0.1"):
             assert f"chitchat_c5/seed0/{variant}/{point}/metrics.json" in result.stdout, (variant, point)
-    for point in ("seed0/cwe/lr3e-05", "seed0/cwe/lr0.0001", "seed1/dcwe/selected", "seed2/cwe/selected",
-                  "seed2/static/selected", "seed1/sentiment/dcwe/selected", "seed0/sentiment/cwe/lr0.0001",
-                  "seed0/extrapolation/static", "seed0/diffusion/cwe"):
+    for point in ("seed0/cwe/lr0.0001", "seed0/cwe/lr0.0003", "seed1/dcwe/selected", "seed2/cwe/selected",
+                  "seed2/static/selected", "seed1/sentiment/dcwe/selected", "seed0/sentiment/cwe/lr3e-05",
+                  "seed0/sentiment/cwe/lr0.0001", "seed0/extrapolation/static", "seed0/diffusion/cwe"):
         assert f"{point}/metrics.json" in result.stdout, point
     assert "seed1/dcwe/lr" not in result.stdout               # no grid on seeds 1 and 2
+    assert "seed0/sentiment/cwe/lr0.0003" not in result.stdout
 
 
 def test_a_social_variant_on_a_time_only_corpus_is_refused(tmp_path):

@@ -14,6 +14,34 @@
 include: "dcwe_common.smk"
 
 
+# A run made from other code, settings or data gets this marker as an input (dc_by_status): it
+# reruns even where Snakemake has no record of the run (a fresh clone).
+localrules:
+    dcwe_stale_run,
+    dcwe_weights_not_here,
+
+
+rule dcwe_stale_run:
+    output:
+        temp(touch(f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_run}}/.stale")),
+    wildcard_constraints:
+        dc_run=r"[\w.-]+(/[\w.-]+)*",
+
+
+# The weights of a run whose record is current but which was trained in another checkout (they
+# are not committed): a job that reads them (the diffusion analysis) stops here, before it runs.
+rule dcwe_weights_not_here:
+    output:
+        f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/model.pt",
+    resources:
+        runtime=short_runtime,
+        mem_mb=lambda w, attempt: mem_request(100, attempt),
+    shell:
+        "echo 'dcwe: {output} is not here: run records are committed, weights are not. Delete the run'\''s"
+        " metrics.json (git keeps it) and run again to train it here (on CPU the same seed gives the same model).' >&2;"
+        " exit 1"
+
+
 rule dcwe_data:
     conda:
         CONDA_ENV
@@ -45,11 +73,12 @@ rule dcwe_node2vec:
         CONDA_ENV
     input:
         corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+        docs=f"{DC_RESULTS}/{{dc_dataset}}/data/docs.parquet",
     output:
         f"{DC_RESULTS}/{{dc_dataset}}/node2vec.npy",
     params:
         kernels=KERNELS,
-        settings=lambda w: json.dumps({**DC.get("node2vec", {}), **DC_DATASETS[w.dc_dataset].get("node2vec", {})}),
+        settings=lambda w: dc_node2vec_settings(w.dc_dataset),
         seed=DC.get("node2vec_seed", 0),
         corpus_dir=lambda w: dc_data_dir(w.dc_dataset),
         code=code("dcwe-node2vec"),
@@ -70,6 +99,7 @@ rule dcwe_vectors:
         CONDA_ENV
     input:
         corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+        docs=f"{DC_RESULTS}/{{dc_dataset}}/data/docs.parquet",
         vectors=lambda w: external(DC_DATASETS[w.dc_dataset]["vectors"]),
     output:
         f"{DC_RESULTS}/{{dc_dataset}}/vectors.npy",
@@ -94,6 +124,7 @@ rule dcwe_warmup:
         CONDA_ENV
     input:
         corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+        docs=f"{DC_RESULTS}/{{dc_dataset}}/data/docs.parquet",
     output:
         f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/warmup.pt",
     params:
@@ -126,7 +157,8 @@ rule dcwe_train:
     output:
         metrics=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/metrics.json",
         losses=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/losses.parquet",
-        model=f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/model.pt",
+        # model.pt too, not declared: weights are not committed, so a fresh clone would retrain
+        # every run for them; the diffusion analysis reads it (dc_diffusion_inputs)
     params:
         kernels=KERNELS,
         settings=lambda w: dc_settings(w.dc_dataset, "model", "training", "evaluation",
@@ -137,6 +169,7 @@ rule dcwe_train:
         out_dir=lambda w: dc_run_dir(w.dc_dataset, w.dc_variant, w.seed, w.dc_point),
         device=dc_device(),
         code=code("dcwe-train"),
+        fingerprint=lambda w: dc_run_fingerprint(w.dc_dataset, "train", w.dc_variant, w.seed, w.dc_point),
     threads: DC_THREADS
     resources:
         runtime=lambda w, attempt: runtime_minutes(dc_train_seconds(w), attempt),
@@ -149,7 +182,8 @@ rule dcwe_train:
     shell:
         "exec env {params.kernels} tempoformer dcwe-train --corpus {params.corpus_dir:q} --warmup {input.warmup:q}"
         " --variant {wildcards.dc_variant:q} {params.vectors} {params.select} --settings {params.settings:q}"
-        " --seed {wildcards.seed:q} --threads {threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
+        " --seed {wildcards.seed:q} --threads {threads} {params.device} --fingerprint {params.fingerprint:q}"
+        " --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule dcwe_warmup_holdout:
@@ -157,6 +191,7 @@ rule dcwe_warmup_holdout:
         CONDA_ENV
     input:
         corpus=f"{DC_RESULTS}/{{dc_dataset}}/data/corpus.json",
+        docs=f"{DC_RESULTS}/{{dc_dataset}}/data/docs.parquet",
     output:
         f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/extrapolation/warmup.pt",
     params:
@@ -196,6 +231,7 @@ rule dcwe_extrapolate:
         out_dir=lambda w: dc_extrapolation_dir(w.dc_dataset, w.dc_variant, w.seed),
         device=dc_device(),
         code=code("dcwe-extrapolate"),
+        fingerprint=lambda w: dc_run_fingerprint(w.dc_dataset, "extrapolate", w.dc_variant, w.seed),
     threads: DC_THREADS
     resources:
         runtime=lambda w, attempt: runtime_minutes(dc_train_seconds(w), attempt),
@@ -209,7 +245,7 @@ rule dcwe_extrapolate:
         "exec env {params.kernels} tempoformer dcwe-extrapolate --corpus {params.corpus_dir:q}"
         " --warmup {input.warmup:q} --variant {wildcards.dc_variant:q} {params.vectors} {params.select}"
         " --settings {params.settings:q} --seed {wildcards.seed:q} --threads {threads} {params.device}"
-        " --out-dir {params.out_dir:q} 2> {log:q}"
+        " --fingerprint {params.fingerprint:q} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule dcwe_diffusion:
@@ -230,6 +266,7 @@ rule dcwe_diffusion:
         out_dir=lambda w: dc_diffusion_dir(w.dc_dataset, w.dc_variant, w.seed),
         device=dc_device(),
         code=code("dcwe-diffusion"),
+        fingerprint=lambda w: dc_diffusion_fingerprint(w.dc_dataset, w.dc_variant, w.seed),
     threads: DC_THREADS
     resources:
         runtime=lambda w, attempt: runtime_minutes(dc_diffusion_seconds(w), attempt),
@@ -242,7 +279,7 @@ rule dcwe_diffusion:
     shell:
         "exec env {params.kernels} tempoformer dcwe-diffusion --corpus {params.corpus_dir:q} --runs {input.runs:q}"
         " --vectors {input.vectors:q} --figures {output.figures:q} --settings {params.settings:q}"
-        " --threads {threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
+        " --threads {threads} {params.device} --fingerprint {params.fingerprint:q} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule dcwe_sentiment:
@@ -263,6 +300,7 @@ rule dcwe_sentiment:
         out_dir=lambda w: dc_sentiment_dir(w.dc_dataset, w.dc_variant, w.seed, w.dc_point),
         device=dc_device(),
         code=code("dcwe-sentiment"),
+        fingerprint=lambda w: dc_run_fingerprint(w.dc_dataset, "sentiment", w.dc_variant, w.seed, w.dc_point),
     threads: DC_THREADS
     resources:
         runtime=lambda w, attempt: runtime_minutes(dc_train_seconds(w, "sentiment"), attempt),
@@ -275,7 +313,8 @@ rule dcwe_sentiment:
     shell:
         "exec env {params.kernels} tempoformer dcwe-sentiment --corpus {params.corpus_dir:q}"
         " --variant {wildcards.dc_variant:q} {params.vectors} {params.select} --settings {params.settings:q}"
-        " --seed {wildcards.seed:q} --threads {threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
+        " --seed {wildcards.seed:q} --threads {threads} {params.device} --fingerprint {params.fingerprint:q}"
+        " --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule dcwe_tables:
@@ -319,3 +358,4 @@ rule dcwe_tables:
 rule dcwe_all:
     input:
         rules.dcwe_tables.output,
+        dc_runs_due(),

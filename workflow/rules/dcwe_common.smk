@@ -230,30 +230,163 @@ def dc_select_inputs(w, section="training"):
     return {"select": dc_grid_metrics(w.dc_dataset, w.dc_variant, section)} if w.dc_point == DC_SELECTED else {}
 
 
+# Fingerprints (as the train stage's, common.smk): what a DCWE run is made from, chained along the
+# stage's DAG (data -> node2vec / warm-up -> run -> a `selected` run, the extrapolation, the
+# diffusion analysis). A finished run records its fingerprint in metrics.json; one whose record
+# equals today's is up to date whatever the files' dates and whether or not its inputs exist (a
+# fresh clone has the committed records, not the warm-ups nor the weights), so it is never
+# planned; one made from other code, settings or data reruns (marker `.stale`).
+def dc_data_fingerprint(name):
+    return settings_digest("dcwe-data", code("dcwe-data"), dc_data_spec(name),
+                           dc_data_digest(SimpleNamespace(dc_dataset=name)), DC.get("backbone", "minilm"))
+
+
+def dc_node2vec_settings(name):
+    return json.dumps({**DC.get("node2vec", {}), **DC_DATASETS[name].get("node2vec", {})})
+
+
+def dc_vectors_fingerprint(name):
+    if DC_DATASETS[name].get("vectors"):
+        return settings_digest("dcwe-vectors", code("dcwe-vectors"), dc_data_fingerprint(name),
+                               content_digest(DC_DATASETS[name]["vectors"]))
+    return settings_digest("dcwe-node2vec", code("dcwe-node2vec"), dc_data_fingerprint(name),
+                           dc_node2vec_settings(name), DC.get("node2vec_seed", 0), KERNELS)
+
+
+def dc_numerics():
+    """What else decides a trained model's numbers: threads, kernels, the device setting."""
+    return [DC_THREADS, KERNELS, DC.get("device")]
+
+
+def dc_warmup_fingerprint(name, seed, holdout=False):
+    return settings_digest("dcwe-warmup", code("dcwe-warmup"), dc_data_fingerprint(name),
+                           dc_settings(name, "warmup"), int(seed), holdout, dc_numerics())
+
+
+def dc_run_fingerprint(name, kind, variant, seed, point=None):
+    """A training run's: kind train (MLM, Tables 2-4), sentiment (Table 5) or extrapolate."""
+    section = "sentiment" if kind == "sentiment" else "training"
+    if kind == "extrapolate":
+        settings, warmup = dc_settings(name, "model", "training", "evaluation"), dc_warmup_fingerprint(name, seed, True)
+    else:
+        settings = dc_settings(name, "model", section, "evaluation", point=(section, variant, point))
+        warmup = dc_warmup_fingerprint(name, seed) if kind == "train" else None
+    vectors = dc_vectors_fingerprint(name) if DC_VARIANT_MODES[variant] in ("full", "social_only") else None
+    chosen_from = None  # the grid runs whose best point a `selected` run or the extrapolation trains at
+    if point == DC_SELECTED or kind == "extrapolate":
+        grid_kind = "sentiment" if kind == "sentiment" else "train"
+        chosen_from = [dc_run_fingerprint(name, grid_kind, variant, DC_GRID_SEEDS[0], p)
+                       for p in dc_points(name, variant, section)]
+    return settings_digest(f"dcwe-{kind}", code(f"dcwe-{kind}"), dc_data_fingerprint(name), variant, int(seed),
+                           settings, warmup, vectors, chosen_from, dc_numerics())
+
+
+def dc_diffusion_fingerprint(name, variant, seed):
+    runs = [dc_run_fingerprint(name, "train", variant, seed, p)
+            for p in dc_seed_points(name, variant, "training", seed)]
+    return settings_digest("dcwe-diffusion", code("dcwe-diffusion"), dc_diffusion_settings(SimpleNamespace(
+        dc_dataset=name)), runs, dc_vectors_fingerprint(name), dc_numerics())
+
+
+def dc_is_current(folder, fingerprint, records):
+    """Its recorded fingerprint is today's and its `records` exist."""
+    return recorded_fingerprint(folder) == fingerprint and all(os.path.exists(f"{folder}/{r}") for r in records)
+
+
+def dc_by_status(inputs, folder, fingerprint, records):
+    """A run's inputs as its record says: all `ancient` and only those that exist where it is
+    current (dc_is_current), with the `.stale` marker where it was made from something else, as
+    they are where it has no record."""
+    recorded = recorded_fingerprint(folder)
+    if dc_is_current(folder, fingerprint, records):
+        kept = {}
+        for key, paths in inputs.items():
+            paths = [p for p in _as_list(paths) if os.path.exists(p)]
+            if paths:
+                kept[key] = [ancient(p) for p in paths] if isinstance(inputs[key], list) else ancient(paths[0])
+        return kept
+    if recorded is not None:
+        inputs["stale"] = f"{folder}/.stale"
+    return inputs
+
+
+DC_TRAIN_RECORDS = ("metrics.json", "losses.parquet")
+DC_SENTIMENT_RECORDS = ("metrics.json", "predictions.parquet")
+DC_DIFFUSION_RECORDS = ("metrics.json", "diffusion.parquet", "walk_flight.parquet")
+
+
 def dc_train_inputs(w):
-    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
-            "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt", **dc_vector_inputs(w),
-            **dc_select_inputs(w)}
+    inputs = {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", "docs": f"{dc_data_dir(w.dc_dataset)}/docs.parquet",
+              "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/warmup.pt", **dc_vector_inputs(w),
+              **dc_select_inputs(w)}
+    return dc_by_status(inputs, dc_run_dir(w.dc_dataset, w.dc_variant, w.seed, w.dc_point),
+                        dc_run_fingerprint(w.dc_dataset, "train", w.dc_variant, w.seed, w.dc_point), DC_TRAIN_RECORDS)
 
 
 def dc_sentiment_inputs(w):
-    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", **dc_vector_inputs(w),
-            **dc_select_inputs(w, "sentiment")}
+    inputs = {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", "docs": f"{dc_data_dir(w.dc_dataset)}/docs.parquet",
+              **dc_vector_inputs(w), **dc_select_inputs(w, "sentiment")}
+    return dc_by_status(inputs, dc_sentiment_dir(w.dc_dataset, w.dc_variant, w.seed, w.dc_point),
+                        dc_run_fingerprint(w.dc_dataset, "sentiment", w.dc_variant, w.seed, w.dc_point),
+                        DC_SENTIMENT_RECORDS)
 
 
 def dc_extrapolate_inputs(w):
     """The held-out warm-up, and the first grid seed's runs of the variant (its best point)."""
-    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json",
-            "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/extrapolation/warmup.pt", **dc_vector_inputs(w),
-            "select": dc_grid_metrics(w.dc_dataset, w.dc_variant)}
+    inputs = {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", "docs": f"{dc_data_dir(w.dc_dataset)}/docs.parquet",
+              "warmup": f"{DC_RESULTS}/{w.dc_dataset}/seed{w.seed}/extrapolation/warmup.pt", **dc_vector_inputs(w),
+              "select": dc_grid_metrics(w.dc_dataset, w.dc_variant)}
+    return dc_by_status(inputs, dc_extrapolation_dir(w.dc_dataset, w.dc_variant, w.seed),
+                        dc_run_fingerprint(w.dc_dataset, "extrapolate", w.dc_variant, w.seed), DC_TRAIN_RECORDS)
 
 
 def dc_diffusion_inputs(w):
-    """The variant's runs of this seed (the best dev point's model is analysed) and the node2vec vectors."""
+    """The variant's runs of this seed (the best dev point's model.pt is analysed: the job says
+    how to make it where it is missing) and the node2vec vectors."""
     points = dc_seed_points(w.dc_dataset, w.dc_variant, "training", w.seed)
     runs = [dc_run_dir(w.dc_dataset, w.dc_variant, w.seed, p) for p in points]
-    return {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", "runs": [f"{r}/metrics.json" for r in runs],
-            "models": [f"{r}/model.pt" for r in runs], "vectors": dc_vectors_path(w.dc_dataset)}
+    inputs = {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", "docs": f"{dc_data_dir(w.dc_dataset)}/docs.parquet",
+              "runs": [f"{r}/metrics.json" for r in runs], "vectors": dc_vectors_path(w.dc_dataset)}
+    inputs = dc_by_status(inputs, dc_diffusion_dir(w.dc_dataset, w.dc_variant, w.seed),
+                          dc_diffusion_fingerprint(w.dc_dataset, w.dc_variant, w.seed), DC_DIFFUSION_RECORDS)
+    if "stale" in inputs or not os.path.exists(f"{dc_diffusion_dir(w.dc_dataset, w.dc_variant, w.seed)}/metrics.json"):
+        # to be made: the weights of runs that are current here but were trained elsewhere are
+        # not committed (rule dcwe_weights_not_here says so before this job deletes anything)
+        inputs["weights"] = [f"{r}/model.pt" for r, p in zip(runs, points) if not os.path.exists(f"{r}/model.pt")
+                             and recorded_fingerprint(r) == dc_run_fingerprint(w.dc_dataset, "train", w.dc_variant,
+                                                                               w.seed, p)]
+    return inputs
+
+
+def dc_configured_runs():
+    """(folder, fingerprint) of every run and analysis the config asks for."""
+    runs = []
+    for name in DC_DATASETS:
+        for seed in DC_SEEDS:
+            runs += [(dc_run_dir(name, v, seed, p), dc_run_fingerprint(name, "train", v, seed, p))
+                     for v in dc_variants(name) for p in dc_seed_points(name, v, "training", seed)]
+            runs += [(dc_sentiment_dir(name, v, seed, p), dc_run_fingerprint(name, "sentiment", v, seed, p))
+                     for v in dc_sentiment_variants(name) for p in dc_seed_points(name, v, "sentiment", seed)]
+        spec = dc_extrapolation(name)
+        runs += [(dc_extrapolation_dir(name, v, seed), dc_run_fingerprint(name, "extrapolate", v, seed))
+                 for v in spec["variants"] for seed in spec["seeds"]]
+        spec = dc_diffusion(name)
+        runs += [(dc_diffusion_dir(name, v, seed), dc_diffusion_fingerprint(name, v, seed))
+                 for v in spec["variants"] for seed in spec["seeds"]]
+    return runs
+
+
+def dc_runs_due():
+    """The stale runs' markers and the missing runs' records: the tables alone do not make
+    Snakemake remake a run whose metrics.json exists (common.smk, runs_due)."""
+    due = []
+    for folder, fingerprint in dc_configured_runs():
+        recorded = recorded_fingerprint(folder)
+        if recorded is not None and recorded != fingerprint:
+            due.append(f"{folder}/.stale")
+        elif not os.path.exists(f"{folder}/metrics.json"):
+            due.append(f"{folder}/metrics.json")
+    return due
 
 
 def dc_vectors_flag(w, input):

@@ -266,10 +266,11 @@ def _train_record(train_log: dict, training, chosen: dict | None) -> dict:
 
 def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant: str, settings: dict, seed: int,
               out_dir: str | os.PathLike, vectors: str | os.PathLike | None = None, threads: int | None = None,
-              device: str | None = None, select_from: list[str] | None = None) -> dict:
+              device: str | None = None, select_from: list[str] | None = None, fingerprint: str | None = None) -> dict:
     """Train one variant from the warm-up checkpoint, then evaluate it: out_dir/{model.pt,
     losses.parquet, metrics.json} (perplexities, sigma_sim, change scores where the corpus has targets).
-    select_from: another seed's grid runs (metrics.json) of this variant: train at their best point."""
+    select_from: another seed's grid runs (metrics.json) of this variant: train at their best point.
+    fingerprint: what the run is made from (the workflow's digest), recorded in metrics.json."""
     import polars as pl
 
     from ..semantic_change.scoring import correlations
@@ -317,6 +318,7 @@ def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant:
             "sigma_words": evaluation.get("sigma_words", "whole"), "change": change,
             **_train_record(train_log, training, chosen),
             "train_log": train_log, "spec": spec.__dict__, "seconds": time.perf_counter() - started,
+            "fingerprint": fingerprint,
         }
         write_text_atomic(out / "metrics.json", json.dumps(result, indent=1, default=str) + "\n")
         (out / "checkpoint.pt").unlink(missing_ok=True)  # the run is done: its 3 x model-sized state goes
@@ -329,7 +331,7 @@ def run_train(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant:
 def run_extrapolate(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, variant: str, settings: dict,
                     seed: int, out_dir: str | os.PathLike, vectors: str | os.PathLike | None = None,
                     threads: int | None = None, device: str | None = None,
-                    select_from: list[str] | None = None) -> dict:
+                    select_from: list[str] | None = None, fingerprint: str | None = None) -> dict:
     """The held-out-month test (extrapolation.py): train a variant on the times before the last
     (warmup: a warm-up made without the last time), then score every document of the last time
     with the last trained component, and the in-time test documents. out_dir/{losses.parquet
@@ -371,7 +373,7 @@ def run_extrapolate(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, va
             "component_used": corpus.periods[-1] if spec.n_components > 1 else None, **metrics,
             "params": count_parameters(model), "dynamic_vocabulary": len(dynamic_ids),
             **_train_record(train_log, training, chosen), "train_log": train_log, "spec": spec.__dict__,
-            "seconds": time.perf_counter() - started,
+            "seconds": time.perf_counter() - started, "fingerprint": fingerprint,
         }
         write_text_atomic(out / "metrics.json", json.dumps(result, indent=1, default=str) + "\n")
         (out / "checkpoint.pt").unlink(missing_ok=True)
@@ -382,7 +384,7 @@ def run_extrapolate(corpus_dir: str | os.PathLike, warmup: str | os.PathLike, va
 
 def run_diffusion(corpus_dir: str | os.PathLike, runs: list[str], settings: dict, out_dir: str | os.PathLike,
                   figures: list[str] | None = None, vectors: str | os.PathLike | None = None,
-                  threads: int | None = None, device: str | None = None) -> dict:
+                  threads: int | None = None, device: str | None = None, fingerprint: str | None = None) -> dict:
     """The diffusion analysis (diffusion.py; the paper's Figures 4-5) with the best dev point of
     `runs` (metrics.json of one variant and seed, model.pt beside each): out_dir/{diffusion.parquet,
     walk_flight.parquet, metrics.json}; figures: the Figure 4 and Figure 5 PNG files to write
@@ -391,6 +393,7 @@ def run_diffusion(corpus_dir: str | os.PathLike, runs: list[str], settings: dict
     import polars as pl
 
     from ..artefacts import load_npy
+    from ..errors import InputError
     from .data import read_corpus
     from .diffusion import DiffusionSettings, analyse, figure4, figure5, layout
     from .model import load_model
@@ -402,7 +405,12 @@ def run_diffusion(corpus_dir: str | os.PathLike, runs: list[str], settings: dict
     if not corpus.has_social:
         raise ValueError(f"{corpus.name}: the diffusion analysis needs social units and a graph; it has one unit")
     chosen = selected_point(runs, "mlm")
-    model, _ = load_model(Path(chosen["run"]) / "model.pt")
+    weights = Path(chosen["run"]) / "model.pt"
+    if not weights.exists():  # weights are not committed: a run trained in another checkout has none here
+        raise InputError(weights, f"the best dev point of {chosen['run']}", "no model.pt: run records are committed, "
+                         "weights are not; train the run here again (snakemake --forcerun dcwe_train -- "
+                         f"{chosen['run']}/metrics.json: the same seed gives the same model on CPU)")
+    model, _ = load_model(weights)
     run = json.loads((Path(chosen["run"]) / "metrics.json").read_text())
     diffusion = DiffusionSettings.from_dict(settings.get("diffusion"))
     if not diffusion.pairs:
@@ -434,7 +442,7 @@ def run_diffusion(corpus_dir: str | os.PathLike, runs: list[str], settings: dict
         figure5(walks, corpus.periods, figures[1], f"Figure 5 analogue: walk vs flight, {label}")
     result = {"dataset": corpus.name, "variant": run["variant"], "seed": run["seed"], "task": "diffusion",
               "selected": chosen, "settings": dataclasses.asdict(diffusion), "pairs": info,
-              "periods": corpus.periods}
+              "periods": corpus.periods, "fingerprint": fingerprint}
     write_text_atomic(out / "metrics.json", json.dumps(result, indent=1, default=str) + "\n")
     log.info("diffusion %s: %s", label, info)
     return result
@@ -457,7 +465,8 @@ def _labels(corpus, corpus_dir) -> None:
 
 def run_sentiment(corpus_dir: str | os.PathLike, variant: str, settings: dict, seed: int, out_dir: str | os.PathLike,
                   vectors: str | os.PathLike | None = None, threads: int | None = None,
-                  device: str | None = None, select_from: list[str] | None = None) -> dict:
+                  device: str | None = None, select_from: list[str] | None = None,
+                  fingerprint: str | None = None) -> dict:
     """Train one variant as a sentiment classifier from the pretrained backbone (no MLM stage) and
     evaluate it: out_dir/predictions.parquet (doc_id, split, label, prob, pred) and metrics.json.
     select_from: another seed's grid runs of this variant: train at their best dev point."""
@@ -525,7 +534,7 @@ def run_sentiment(corpus_dir: str | os.PathLike, variant: str, settings: dict, s
         "epochs": train_log["epochs"], "best_epoch": train_log["best_epoch"], "epochs_run": len(train_log["epochs"]),
         "stopped_early": train_log["stopped_early"], "train_steps": train_log["steps"], "selected_from": chosen,
         "train_log": train_log, "spec": spec.__dict__, "classifier": classifier.__dict__,
-        "seconds": time.perf_counter() - started,
+        "seconds": time.perf_counter() - started, "fingerprint": fingerprint,
     }
     write_text_atomic(out / "metrics.json", json.dumps(result, indent=1, default=str) + "\n")
     (out / "checkpoint.pt").unlink(missing_ok=True)
@@ -568,20 +577,21 @@ def cmd_dcwe_warmup(a):
 
 def cmd_dcwe_train(a):
     run_train(a.corpus, a.warmup, a.variant, a.settings, a.seed, a.out_dir, a.vectors, a.threads, a.device,
-              a.select_from)
+              a.select_from, a.fingerprint)
 
 
 def cmd_dcwe_extrapolate(a):
     run_extrapolate(a.corpus, a.warmup, a.variant, a.settings, a.seed, a.out_dir, a.vectors, a.threads, a.device,
-                    a.select_from)
+                    a.select_from, a.fingerprint)
 
 
 def cmd_dcwe_diffusion(a):
-    run_diffusion(a.corpus, a.runs, a.settings, a.out_dir, a.figures, a.vectors, a.threads, a.device)
+    run_diffusion(a.corpus, a.runs, a.settings, a.out_dir, a.figures, a.vectors, a.threads, a.device, a.fingerprint)
 
 
 def cmd_dcwe_sentiment(a):
-    run_sentiment(a.corpus, a.variant, a.settings, a.seed, a.out_dir, a.vectors, a.threads, a.device, a.select_from)
+    run_sentiment(a.corpus, a.variant, a.settings, a.seed, a.out_dir, a.vectors, a.threads, a.device, a.select_from,
+                  a.fingerprint)
 
 
 def cmd_dcwe_tables(a):
@@ -626,7 +636,12 @@ def register(sub) -> None:
         common(p)
         p.add_argument("--seed", type=int, required=True, help="seed of init, batches, masks and dropout")
 
+    def fingerprinted(p):
+        p.add_argument("--fingerprint", help="what the run is made from (the workflow's digest of code, settings "
+                       "and inputs), recorded in metrics.json: a run whose record matches is not made again")
+
     def variant(p, select_help):
+        fingerprinted(p)
         p.add_argument("--variant", required=True, choices=sorted(VARIANTS), help="cwe, dcwe, sa (time only), ta, static")
         p.add_argument("--vectors", help="node2vec .npy (variants with social units)")
         p.add_argument("--select-from", nargs="*", default=None, help=select_help)
@@ -661,6 +676,7 @@ def register(sub) -> None:
                    help="metrics.json of one variant and seed (grid points); the best dev point's model.pt is read")
     p.add_argument("--vectors", help="node2vec .npy: the units' positions in Figure 4")
     p.add_argument("--figures", nargs="*", default=None, help="Figure 4 and Figure 5 PNG files to write")
+    fingerprinted(p)
     p.add_argument("--out-dir", required=True, help="output folder")
     p.set_defaults(func=cmd_dcwe_diffusion)
 
