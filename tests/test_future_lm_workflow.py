@@ -2,6 +2,8 @@
 stage end to end, and a rerun does nothing."""
 
 import json
+import os
+import shutil
 
 import pytest
 import yaml
@@ -138,6 +140,30 @@ def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
     assert metrics["train_numerics"] == metrics["pretrain_numerics"] == metrics["numerics"]
     again = snakemake(tmp_path, configfile, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+    # A fresh clone: the committed run records (train.json, metrics, scores, generations) with
+    # new dates; no weights, no data files (made again from the shared corpus), no Snakemake records.
+    results = tmp_path / "results"
+    for path in list(results.rglob("*")):
+        if path.is_file() and ("/runs/" not in str(path) or path.suffix == ".pt") and "/tables/" not in str(path):
+            path.unlink()
+    shutil.rmtree(tmp_path / ".snakemake")
+    for path in sorted(results.rglob("*")):
+        if path.is_file():
+            os.utime(path)
+    fresh = snakemake(tmp_path, configfile, "-n")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    planned = planned_jobs(fresh)
+    for rule in ("future_lm_pretrain", "future_lm_train", "future_lm_evaluate", "future_lm_context"):
+        assert rule not in planned, (rule, planned)
+
+    # an evaluation setting changed: the model is evaluated again, and trained again first
+    # because its weights are not here
+    fl["evaluation"]["n_generate"] = 2
+    configfile = write_config(tmp_path, {"results": "results", "future_lm": fl})
+    changed = planned_jobs(snakemake(tmp_path, configfile, "-n"))
+    assert changed["future_lm_stale_run"] == 1 and changed["future_lm_evaluate"] == 1
+    assert changed["future_lm_train"] == 1 and changed["future_lm_pretrain"] == 1
 
 
 def test_numeric_future_lm_jobs_get_portable_kernels_and_the_configured_threads(tmp_path):

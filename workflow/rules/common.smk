@@ -113,11 +113,58 @@ run_fingerprint = FINGERPRINTS.run
 
 def recorded_fingerprint(run):
     """The fingerprint a finished run recorded (None: not finished, or made before fingerprints)."""
+    return fingerprint_in(f"{run}/metrics.json")
+
+
+def fingerprint_in(record):
+    """The fingerprint a job recorded in its JSON `record` (None: no such file, or none recorded)."""
     try:
-        with open(f"{run}/metrics.json") as handle:
+        with open(record) as handle:
             return json.load(handle).get("fingerprint")
-    except (FileNotFoundError, json.JSONDecodeError):
+    except (FileNotFoundError, json.JSONDecodeError, AttributeError):
         return None
+
+
+def record_is_current(record, fingerprint, files=()):
+    """The job's JSON `record` holds today's `fingerprint` and its other `files` exist."""
+    return fingerprint_in(record) == fingerprint and all(os.path.exists(f) for f in files)
+
+
+def inputs_by_record(inputs, record, fingerprint, files, stale_marker):
+    """A job's inputs as its record says (the other stages' training jobs; the train stage's
+    own: train_inputs): all `ancient` and only those that exist where it is current
+    (record_is_current: never planned again, whatever the inputs' dates or presence, as in a
+    fresh clone), with `stale_marker` added where it was made from something else (planned
+    again even where Snakemake has no record of it), as they are where it has no record."""
+    if record_is_current(record, fingerprint, files):
+        kept = {}
+        for key, paths in inputs.items():
+            present = [p for p in _as_list(paths) if os.path.exists(p)]
+            if present:
+                kept[key] = [ancient(p) for p in present] if isinstance(paths, list) else ancient(present[0])
+        return kept
+    if fingerprint_in(record) is not None:
+        inputs["stale"] = stale_marker
+    return inputs
+
+
+def records_due(records):
+    """Of (record, fingerprint) pairs, the stale ones' markers (`.stale` beside a run's record,
+    `<name>.stale` for a record of its own) and the missing records: the tables alone do not make
+    Snakemake remake a job whose record exists (runs_due)."""
+    due = []
+    for record, fingerprint in records:
+        recorded = fingerprint_in(record)
+        if recorded is not None and recorded != fingerprint:
+            due.append(stale_marker(record))
+        elif not os.path.exists(record):
+            due.append(record)
+    return due
+
+
+def stale_marker(record):
+    folder, name = os.path.split(record)
+    return f"{folder}/.stale" if name == "metrics.json" else f"{record[:-len('.json')]}.stale"
 
 
 def run_status(dataset, model, window, fold, seed):

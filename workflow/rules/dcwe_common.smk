@@ -288,26 +288,10 @@ def dc_diffusion_fingerprint(name, variant, seed):
         dc_dataset=name)), runs, dc_vectors_fingerprint(name), dc_numerics())
 
 
-def dc_is_current(folder, fingerprint, records):
-    """Its recorded fingerprint is today's and its `records` exist."""
-    return recorded_fingerprint(folder) == fingerprint and all(os.path.exists(f"{folder}/{r}") for r in records)
-
-
 def dc_by_status(inputs, folder, fingerprint, records):
-    """A run's inputs as its record says: all `ancient` and only those that exist where it is
-    current (dc_is_current), with the `.stale` marker where it was made from something else, as
-    they are where it has no record."""
-    recorded = recorded_fingerprint(folder)
-    if dc_is_current(folder, fingerprint, records):
-        kept = {}
-        for key, paths in inputs.items():
-            paths = [p for p in _as_list(paths) if os.path.exists(p)]
-            if paths:
-                kept[key] = [ancient(p) for p in paths] if isinstance(inputs[key], list) else ancient(paths[0])
-        return kept
-    if recorded is not None:
-        inputs["stale"] = f"{folder}/.stale"
-    return inputs
+    """A run's inputs as its metrics.json says (common.smk, inputs_by_record)."""
+    return inputs_by_record(inputs, f"{folder}/metrics.json", fingerprint, [f"{folder}/{r}" for r in records],
+                            f"{folder}/.stale")
 
 
 DC_TRAIN_RECORDS = ("metrics.json", "losses.parquet")
@@ -377,16 +361,8 @@ def dc_configured_runs():
 
 
 def dc_runs_due():
-    """The stale runs' markers and the missing runs' records: the tables alone do not make
-    Snakemake remake a run whose metrics.json exists (common.smk, runs_due)."""
-    due = []
-    for folder, fingerprint in dc_configured_runs():
-        recorded = recorded_fingerprint(folder)
-        if recorded is not None and recorded != fingerprint:
-            due.append(f"{folder}/.stale")
-        elif not os.path.exists(f"{folder}/metrics.json"):
-            due.append(f"{folder}/metrics.json")
-    return due
+    """The stale runs' markers and the missing runs' records (common.smk, records_due)."""
+    return records_due((f"{folder}/metrics.json", fingerprint) for folder, fingerprint in dc_configured_runs())
 
 
 def dc_vectors_flag(w, input):

@@ -9,6 +9,19 @@
 include: "future_lm_common.smk"
 
 
+# An evaluation or unigram run made from other code, settings or data gets this marker as an
+# input (inputs_by_record): it reruns even where Snakemake has no record of it (a fresh clone).
+localrules:
+    future_lm_stale_run,
+
+
+rule future_lm_stale_run:
+    output:
+        temp(touch(f"{FL_RESULTS}/{{fl_dataset}}/{{fl_record}}.stale")),
+    wildcard_constraints:
+        fl_record=r"runs/[^/]+/seed\d+/|unigram/seed\d+",
+
+
 rule future_lm_corpus:
     conda:
         CONDA_ENV
@@ -99,10 +112,7 @@ rule future_lm_context:
         # torch's threads, and MKL's and OpenMP's (which Snakemake sets to its count, scaled to --cores):
         # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
-        settings=lambda w: json.dumps({"tokenizer": fl_section(w.fl_dataset, "tokenizer") or "minilm",
-                                       "max_window": fl_max_window(w.fl_dataset),
-                                       "shortcut": bool(fl_section(w.fl_dataset, "shortcut")),
-                                       "context": fl_section(w.fl_dataset, "context")}, sort_keys=True),
+        settings=lambda w: fl_context_settings(w.fl_dataset),
         device=fl_device(),
         code=code("future-lm-context"),
     threads: FL_THREADS
@@ -229,9 +239,7 @@ rule future_lm_evaluate:
     conda:
         CONDA_ENV
     input:
-        unpack(fl_model_inputs),
-        corpus=rules.future_lm_corpus.output.corpus,
-        model=rules.future_lm_train.output.model,
+        unpack(fl_evaluate_inputs),
     output:
         scores=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/scores.parquet",
         generations=f"{FL_RESULTS}/{{fl_dataset}}/runs/{{fl_model}}/seed{{seed}}/generations.jsonl",
@@ -241,11 +249,12 @@ rule future_lm_evaluate:
         # torch's threads, and MKL's and OpenMP's (which Snakemake sets to its count, scaled to --cores):
         # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
-        settings=lambda w: fl_settings(w.fl_dataset, "tokenizer", "stopwords", "shortcut", "evaluation", "generation"),
+        settings=lambda w: fl_evaluate_settings(w.fl_dataset),
         context=lambda w, input: flag("context", input.context) if "context" in input.keys() else "",
         out_dir=lambda w: fl_run_dir(w.fl_dataset, w.fl_model, w.seed),
         device=fl_device(),
         code=code("future-lm-evaluate"),
+        fingerprint=lambda w: fl_run_fingerprint(w.fl_dataset, w.fl_model, w.seed),
     threads: FL_THREADS
     resources:
         runtime=lambda w, attempt: runtime_minutes(fl_evaluate_seconds(w), attempt),
@@ -259,18 +268,15 @@ rule future_lm_evaluate:
         "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-evaluate --tokens {input.tokens:q} --corpus {input.corpus:q}"
         " --vocab {input.vocab:q} --counts {input.counts:q} --frequency {input.frequency:q} {params.context}"
         " --model {input.model:q} --name {wildcards.fl_model:q} --settings {params.settings:q} --seed {wildcards.seed:q}"
-        " --threads {params.torch_threads} {params.device} --out-dir {params.out_dir:q} 2> {log:q}"
+        " --threads {params.torch_threads} {params.device} --fingerprint {params.fingerprint:q}"
+        " --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 rule future_lm_unigram:
     conda:
         CONDA_ENV
     input:
-        tokens=rules.future_lm_tokenize.output.tokens,
-        vocab=rules.future_lm_tokenize.output.vocab,
-        counts=rules.future_lm_corpus.output.counts,
-        frequency=rules.future_lm_frequency.output,
-        model=lambda w: f"{fl_run_dir(w.fl_dataset, FL_BASELINE, w.seed)}/model.pt",
+        unpack(fl_unigram_inputs),
     output:
         f"{FL_RESULTS}/{{fl_dataset}}/unigram/seed{{seed}}.json",
     params:
@@ -278,9 +284,10 @@ rule future_lm_unigram:
         # torch's threads, and MKL's and OpenMP's (which Snakemake sets to its count, scaled to --cores):
         # the config's; the numbers depend on them
         torch_threads=FL_THREADS,
-        settings=lambda w: fl_settings(w.fl_dataset, "unigram", "evaluation", "shortcut"),
+        settings=lambda w: fl_unigram_settings(w.fl_dataset),
         device=fl_device(),
         code=code("future-lm-unigram"),
+        fingerprint=lambda w: fl_unigram_fingerprint(w.fl_dataset, w.seed),
     threads: FL_THREADS
     resources:
         runtime=lambda w, attempt: runtime_minutes(fl_unigram_seconds(w), attempt),
@@ -293,7 +300,8 @@ rule future_lm_unigram:
     shell:
         "exec env {params.kernels} OMP_NUM_THREADS={params.torch_threads} MKL_NUM_THREADS={params.torch_threads} tempoformer future-lm-unigram --tokens {input.tokens:q} --vocab {input.vocab:q}"
         " --counts {input.counts:q} --frequency {input.frequency:q} --model {input.model:q}"
-        " --settings {params.settings:q} --threads {params.torch_threads} {params.device} --output {output:q} 2> {log:q}"
+        " --settings {params.settings:q} --threads {params.torch_threads} {params.device}"
+        " --fingerprint {params.fingerprint:q} --output {output:q} 2> {log:q}"
 
 
 rule future_lm_tables:
@@ -359,5 +367,7 @@ rule future_lm_human_sheet:
 
 rule future_lm_all:
     input:
+        # evaluations and unigram runs that are missing or stale (common.smk, records_due)
+        fl_records_due(),
         [fl_tables(name) + fl_figures(name) + [f"{TABLES}/{name}/future_lm_human_eval_sheet.csv"]
          for name in FL_DATASETS],

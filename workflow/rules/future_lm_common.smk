@@ -149,6 +149,101 @@ def fl_model_entry(w):
     return json.dumps({k: v for k, v in FL_MODELS[w.fl_model].items()}, sort_keys=True)
 
 
+def fl_context_settings(name):
+    return json.dumps({"tokenizer": fl_section(name, "tokenizer") or "minilm", "max_window": fl_max_window(name),
+                       "shortcut": bool(fl_section(name, "shortcut")), "context": fl_section(name, "context")},
+                      sort_keys=True)
+
+
+# Fingerprints (as the train stage's, common.smk): what each job is made from, chained along the
+# stage's DAG. A model's evaluation (metrics.json) and the unigram baselines (unigram/seed*.json)
+# record theirs; one whose record is today's is never planned again, whatever the files' dates
+# and whether the weights it was made from exist (they are not committed), and nor is its
+# training; one made from other code, settings or data is (marker `.stale`).
+def fl_numerics():
+    """What else decides a trained model's numbers: threads, kernels, the device setting."""
+    return [FL_THREADS, KERNELS, FL.get("device")]
+
+
+def fl_corpus_fingerprint(name):
+    return settings_digest("future-lm-corpus", code("future-lm-corpus"), json.dumps(fl_spec(name), sort_keys=True),
+                           content_digest(fl_source_paths(name)))
+
+
+def fl_tokens_fingerprint(name):
+    return settings_digest("future-lm-tokenize", code("future-lm-tokenize"), fl_corpus_fingerprint(name),
+                           *(fl_section(name, key) for key in ("tokenizer", "base_model", "min_count", "stopwords")))
+
+
+def fl_frequency_fingerprint(name):
+    return settings_digest("future-lm-frequency", code("future-lm-frequency"), fl_tokens_fingerprint(name),
+                           fl_section(name, "smoothing"))
+
+
+def fl_context_fingerprint(name):
+    return settings_digest("future-lm-context", code("future-lm-context"), fl_tokens_fingerprint(name),
+                           fl_context_settings(name), fl_numerics())
+
+
+def fl_pretrain_fingerprint(name, recent=None):
+    return settings_digest("future-lm-pretrain", code("future-lm-pretrain"), fl_tokens_fingerprint(name),
+                           fl_settings(name, "base_model", "lm", "pretrain"), fl_section(name, "pretrain_seed") or 0,
+                           recent, fl_numerics())
+
+
+def fl_train_fingerprint(name, model, seed):
+    context = fl_context_fingerprint(name) if FL_MODELS[model]["type"] in FL_NEEDS_CONTEXT else None
+    return settings_digest("future-lm-train", code("future-lm-train"), fl_frequency_fingerprint(name), context,
+                           fl_pretrain_fingerprint(name), [fl_pretrain_fingerprint(name, n)
+                                                           for n in fl_recent_years(name, model)],
+                           json.dumps(FL_MODELS[model], sort_keys=True), model,
+                           fl_settings(name, "finetune", "shortcut", "base_model"), int(seed), fl_numerics())
+
+
+def fl_evaluate_settings(name):
+    return fl_settings(name, "tokenizer", "stopwords", "shortcut", "evaluation", "generation")
+
+
+def fl_run_fingerprint(name, model, seed):
+    """A model's evaluation (its metrics.json): its training's and the evaluation's own."""
+    return settings_digest("future-lm-evaluate", code("future-lm-evaluate"), fl_train_fingerprint(name, model, seed),
+                           fl_evaluate_settings(name), int(seed), fl_numerics())
+
+
+def fl_unigram_settings(name):
+    return fl_settings(name, "unigram", "evaluation", "shortcut")
+
+
+def fl_unigram_fingerprint(name, seed):
+    return settings_digest("future-lm-unigram", code("future-lm-unigram"),
+                           fl_train_fingerprint(name, FL_BASELINE, seed), fl_unigram_settings(name), fl_numerics())
+
+
+def fl_evaluate_inputs(w):
+    d, run = fl_dir(w.fl_dataset), fl_run_dir(w.fl_dataset, w.fl_model, w.seed)
+    inputs = {**fl_model_inputs(w), "corpus": f"{d}/corpus.parquet", "model": f"{run}/model.pt"}
+    return inputs_by_record(inputs, f"{run}/metrics.json", fl_run_fingerprint(w.fl_dataset, w.fl_model, w.seed),
+                            [f"{run}/scores.parquet", f"{run}/generations.jsonl"], f"{run}/.stale")
+
+
+def fl_unigram_inputs(w):
+    d = fl_dir(w.fl_dataset)
+    inputs = {"tokens": f"{d}/tokens.parquet", "vocab": f"{d}/vocab.json", "counts": f"{d}/corpus_counts.json",
+              "frequency": f"{d}/frequency.npz", "model": f"{fl_run_dir(w.fl_dataset, FL_BASELINE, w.seed)}/model.pt"}
+    record = f"{d}/unigram/seed{w.seed}.json"
+    return inputs_by_record(inputs, record, fl_unigram_fingerprint(w.fl_dataset, w.seed), [], stale_marker(record))
+
+
+def fl_records_due():
+    """The stale markers and missing records of every evaluation and unigram run (records_due)."""
+    records = []
+    for name in FL_DATASETS:
+        records += [(f"{fl_run_dir(name, m, s)}/metrics.json", fl_run_fingerprint(name, m, s))
+                    for m in fl_models(name) for s in FL_SEEDS]
+        records += [(path, fl_unigram_fingerprint(name, s)) for path, s in zip(fl_unigram_outputs(name), FL_SEEDS)]
+    return records_due(records)
+
+
 def fl_tables(name):
     return [f"{TABLES}/{name}/future_lm_{t}.{ext}" for t in ("table1", "years", "table3", "beyond")
             for ext in ("md", "csv", "tex", "html")]

@@ -229,8 +229,9 @@ def run_train(tokens: str, vocab_path: str, counts_path: str, freq: str, context
 
 def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, freq: str, context: str | None,
                  model_path: str, name: str, settings: dict, seed: int, out_dir: str,
-                 threads: int | None = None, device: str | None = None) -> dict:
-    """scores.parquet (per abstract), generations.jsonl, metrics.json of one trained model."""
+                 threads: int | None = None, device: str | None = None, fingerprint: str | None = None) -> dict:
+    """scores.parquet (per abstract), generations.jsonl, metrics.json of one trained model;
+    fingerprint: what it is made from (the workflow's digest), recorded in metrics.json."""
     import polars as pl
 
     from .checkpoint import load_model
@@ -299,14 +300,17 @@ def run_evaluate(tokens: str, corpus: str, vocab_path: str, counts_path: str, fr
                "frequency_input": frequency_input,
                "evaluated_scaling": evaluation_scaling(BiasSpec.from_dict(info["spec"]), frequency_input),
                "numerics": numerics(device), "train_numerics": info.get("numerics"),
-               "pretrain_numerics": info.get("pretrain_numerics"), "base_weights": info.get("base_weights")}
+               "pretrain_numerics": info.get("pretrain_numerics"), "base_weights": info.get("base_weights"),
+               "fingerprint": fingerprint}
     _json_dump(out / "metrics.json", metrics)
     return metrics
 
 
 def run_unigram(tokens: str, vocab_path: str, counts_path: str, freq: str, model_path: str, settings: dict,
-                output: str, threads: int | None = None, device: str | None = None) -> dict:
-    """Fixed frequency biases (last year, linear trend, next-year oracle) on a Baseline model."""
+                output: str, threads: int | None = None, device: str | None = None,
+                fingerprint: str | None = None) -> dict:
+    """Fixed frequency biases (last year, linear trend, next-year oracle) on a Baseline model;
+    fingerprint: what they are made from (the workflow's digest), recorded in the output."""
     from .checkpoint import load_model
     from .frequency import read_frequency
     from .tokens import read_vocab
@@ -330,7 +334,7 @@ def run_unigram(tokens: str, vocab_path: str, counts_path: str, freq: str, model
     out = {"base": info["model"], "seed": info["seed"], "reference": reference,
            "years": {"dev": splits.dev, "test": splits.test,
            **{f"future_{y}": y for y in splits.future}}, "predictors": results,
-           "numerics": numerics(device), "train_numerics": info.get("numerics")}
+           "numerics": numerics(device), "train_numerics": info.get("numerics"), "fingerprint": fingerprint}
     _json_dump(output, out)
     return out
 
@@ -380,11 +384,12 @@ def cmd_future_lm_train(a):
 
 def cmd_future_lm_evaluate(a):
     run_evaluate(a.tokens, a.corpus, a.vocab, a.counts, a.frequency, a.context, a.model, a.name, a.settings,
-                 a.seed, a.out_dir, a.threads, a.device)
+                 a.seed, a.out_dir, a.threads, a.device, a.fingerprint)
 
 
 def cmd_future_lm_unigram(a):
-    run_unigram(a.tokens, a.vocab, a.counts, a.frequency, a.model, a.settings, a.output, a.threads, a.device)
+    run_unigram(a.tokens, a.vocab, a.counts, a.frequency, a.model, a.settings, a.output, a.threads, a.device,
+                a.fingerprint)
 
 
 def cmd_future_lm_tables(a):
@@ -470,6 +475,8 @@ def register(sub) -> None:
                    help='JSON {"tokenizer", "stopwords", "shortcut", "evaluation", "generation"}')
     p.add_argument("--seed", type=int, required=True, help="the run's seed (also seeds generation)")
     p.add_argument("--out-dir", required=True, help="folder for scores.parquet, generations.jsonl, metrics.json")
+    p.add_argument("--fingerprint", help="what it is made from (the workflow's digest of code, settings and "
+                   "inputs), recorded in its output: a job whose record matches is not made again")
     runtime(p)
     p.set_defaults(func=cmd_future_lm_evaluate)
 
@@ -478,6 +485,8 @@ def register(sub) -> None:
     p.add_argument("--model", required=True, help="a Baseline model.pt")
     p.add_argument("--settings", type=_json, required=True, help='JSON {"unigram", "evaluation", "shortcut"}')
     p.add_argument("--output", required=True, help="unigram.json to write")
+    p.add_argument("--fingerprint", help="what it is made from (the workflow's digest of code, settings and "
+                   "inputs), recorded in its output: a job whose record matches is not made again")
     runtime(p)
     p.set_defaults(func=cmd_future_lm_unigram)
 
