@@ -57,6 +57,19 @@ def snakemake(workdir: Path, configfile: Path, *args: str) -> subprocess.Complet
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
 
 
+def as_a_fresh_clone(workdir: Path, committed) -> None:
+    """Leave in `workdir` what a clone of a repository that ran the workflow there holds: the
+    files under results/ that `committed(path)` keeps, with new dates, and no Snakemake records."""
+    results = workdir / "results"
+    for path in list(results.rglob("*")):
+        if path.is_file() and not committed(path):
+            path.unlink()
+    shutil.rmtree(workdir / ".snakemake")
+    for path in sorted(results.rglob("*")):
+        if path.is_file():
+            os.utime(path)
+
+
 def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     """Job counts per rule from a dry run's 'Job stats' table."""
     stats = result.stdout.split("Job stats:")[-1] if "Job stats:" in result.stdout else ""

@@ -2,14 +2,12 @@
 default config plans every DCWE rule, the CPU-scale config plans its grid."""
 
 import json
-import os
-import shutil
 from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from conftest import REPO, planned_jobs, snakemake
+from conftest import REPO, as_a_fresh_clone, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow  # runs the Snakemake DAG (9 jobs with a tiny backbone) and three dry runs
 
@@ -98,13 +96,7 @@ def test_the_stage_runs_and_a_rerun_does_nothing(tmp_path):
     # A fresh clone: the committed records (metrics, losses, predictions, diffusion tables) with
     # new dates, no warm-ups, weights, node vectors, docs.parquet, nor Snakemake's own records.
     results = tmp_path / "results"
-    for pattern in ("**/*.pt", "**/*.npy", "**/docs.parquet"):
-        for path in results.glob(pattern):
-            path.unlink()
-    shutil.rmtree(tmp_path / ".snakemake")
-    for path in sorted(results.rglob("*")):
-        if path.is_file():
-            os.utime(path)
+    as_a_fresh_clone(tmp_path, lambda path: path.suffix not in (".pt", ".npy") and path.name != "docs.parquet")
     fresh = snakemake(tmp_path, configfile, "-n")
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     planned = planned_jobs(fresh)

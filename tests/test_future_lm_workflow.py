@@ -2,13 +2,11 @@
 stage end to end, and a rerun does nothing."""
 
 import json
-import os
-import shutil
 
 import pytest
 import yaml
 
-from conftest import REPO, planned_jobs, snakemake
+from conftest import REPO, as_a_fresh_clone, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow  # runs the real snakemake CLI
 
@@ -143,14 +141,8 @@ def test_tiny_stage_runs_and_a_rerun_does_nothing(tmp_path):
 
     # A fresh clone: the committed run records (train.json, metrics, scores, generations) with
     # new dates; no weights, no data files (made again from the shared corpus), no Snakemake records.
-    results = tmp_path / "results"
-    for path in list(results.rglob("*")):
-        if path.is_file() and ("/runs/" not in str(path) or path.suffix == ".pt") and "/tables/" not in str(path):
-            path.unlink()
-    shutil.rmtree(tmp_path / ".snakemake")
-    for path in sorted(results.rglob("*")):
-        if path.is_file():
-            os.utime(path)
+    as_a_fresh_clone(tmp_path, lambda path: ("/runs/" in str(path) and path.suffix != ".pt")
+                     or "/tables/" in str(path))
     fresh = snakemake(tmp_path, configfile, "-n")
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     planned = planned_jobs(fresh)
