@@ -38,7 +38,8 @@ rule dcwe_weights_not_here:
         mem_mb=lambda w, attempt: mem_request(100, attempt),
     shell:
         "echo 'dcwe: {output} is not here: run records are committed, weights are not. Delete the run'\''s"
-        " metrics.json (git keeps it) and run again to train it here (on CPU the same seed gives the same model).' >&2;"
+        " metrics.json (git keeps it) and run again to train it here (the same seed, threads and kernels give the same"
+        " model on CPU).' >&2;"
         " exit 1"
 
 
