@@ -37,10 +37,9 @@ rule dcwe_weights_not_here:
         runtime=short_runtime,
         mem_mb=lambda w, attempt: mem_request(100, attempt),
     shell:
-        "echo 'dcwe: {output} is not here: run records are committed, weights are not. Delete the run'\''s"
-        " metrics.json (git keeps it) and run again to train it here (the same seed, threads and kernels give the same"
-        " model on CPU).' >&2;"
-        " exit 1"
+        "echo dcwe: {output:q} 'is not here: run records are committed, weights are not. Delete the metrics.json"
+        " of that run (git keeps it) and run again to train it here (the same seed, threads and kernels give the"
+        " same model on CPU).' >&2; exit 1"
 
 
 rule dcwe_data:
