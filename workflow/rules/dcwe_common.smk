@@ -325,21 +325,21 @@ def dc_extrapolate_inputs(w):
 
 
 def dc_diffusion_inputs(w):
-    """The variant's runs of this seed (the best dev point's model.pt is analysed: the job says
-    how to make it where it is missing) and the node2vec vectors."""
+    """The variant's runs of this seed (the best dev point's model.pt is analysed: where a
+    current run's is missing, rule dcwe_weights_not_here stops the plan) and the node2vec vectors."""
     points = dc_seed_points(w.dc_dataset, w.dc_variant, "training", w.seed)
     runs = [dc_run_dir(w.dc_dataset, w.dc_variant, w.seed, p) for p in points]
     inputs = {"corpus": f"{dc_data_dir(w.dc_dataset)}/corpus.json", "docs": f"{dc_data_dir(w.dc_dataset)}/docs.parquet",
               "runs": [f"{r}/metrics.json" for r in runs], "vectors": dc_vectors_path(w.dc_dataset)}
-    inputs = dc_by_status(inputs, dc_diffusion_dir(w.dc_dataset, w.dc_variant, w.seed),
-                          dc_diffusion_fingerprint(w.dc_dataset, w.dc_variant, w.seed), DC_DIFFUSION_RECORDS)
-    if "stale" in inputs or not os.path.exists(f"{dc_diffusion_dir(w.dc_dataset, w.dc_variant, w.seed)}/metrics.json"):
+    folder, fingerprint = dc_diffusion_dir(w.dc_dataset, w.dc_variant, w.seed), \
+        dc_diffusion_fingerprint(w.dc_dataset, w.dc_variant, w.seed)
+    if not record_is_current(f"{folder}/metrics.json", fingerprint, [f"{folder}/{r}" for r in DC_DIFFUSION_RECORDS]):
         # to be made: the weights of runs that are current here but were trained elsewhere are
         # not committed (rule dcwe_weights_not_here says so before this job deletes anything)
         inputs["weights"] = [f"{r}/model.pt" for r, p in zip(runs, points) if not os.path.exists(f"{r}/model.pt")
                              and recorded_fingerprint(r) == dc_run_fingerprint(w.dc_dataset, "train", w.dc_variant,
                                                                                w.seed, p)]
-    return inputs
+    return dc_by_status(inputs, folder, fingerprint, DC_DIFFUSION_RECORDS)
 
 
 def dc_configured_runs():

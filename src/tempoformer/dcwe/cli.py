@@ -408,8 +408,8 @@ def run_diffusion(corpus_dir: str | os.PathLike, runs: list[str], settings: dict
     weights = Path(chosen["run"]) / "model.pt"
     if not weights.exists():  # weights are not committed: a run trained in another checkout has none here
         raise InputError(weights, f"the best dev point of {chosen['run']}", "no model.pt: run records are committed, "
-                         "weights are not; train the run here again (snakemake --forcerun dcwe_train -- "
-                         f"{chosen['run']}/metrics.json: the same seed gives the same model on CPU)")
+                         "weights are not; delete the run's metrics.json (git keeps it) and run again to train it "
+                         "here (the same seed, threads and kernels give the same model on CPU)")
     model, _ = load_model(weights)
     run = json.loads((Path(chosen["run"]) / "metrics.json").read_text())
     diffusion = DiffusionSettings.from_dict(settings.get("diffusion"))
