@@ -31,15 +31,19 @@ rule dcwe_stale_run:
 # The weights of a run whose record is current but which was trained in another checkout (they
 # are not committed): a job that reads them (the diffusion analysis) stops here, before it runs.
 rule dcwe_weights_not_here:
+    conda:
+        CONDA_ENV
     output:
         f"{DC_RESULTS}/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/model.pt",
+    log:
+        f"{RESULTS}/logs/dcwe/{{dc_dataset}}/seed{{seed}}/{{dc_variant}}/{{dc_point}}/weights_not_here.log",
     resources:
         runtime=short_runtime,
         mem_mb=lambda w, attempt: mem_request(100, attempt),
     shell:
         "echo dcwe: {output:q} 'is not here: run records are committed, weights are not. Delete the metrics.json"
         " of that run (git keeps it) and run again to train it here (the same seed, threads and kernels give the"
-        " same model on CPU).' >&2; exit 1"
+        " same model on CPU).' | tee {log:q} >&2; exit 1"
 
 
 rule dcwe_data:
