@@ -130,3 +130,31 @@ def test_three_seeds_mean_sd_per_seed_wilcoxon_and_the_static_control(tmp_path):
     assert rows["DCWE"].endswith("| 2/4; 2/4; 2/4 |")             # best epoch 2 of 4 run, per seed
     table3 = pl.read_csv(out / "dcwe_table3.csv", infer_schema=False).filter(pl.col("source") == "ours")
     assert table3["model"].to_list() == ["dcwe", "sa", "static", "cwe"]
+
+
+def test_dev_at_equal_epochs_compares_runs_that_stopped_at_different_epochs(tmp_path):
+    """Early stopping ends runs at different epochs: dcwe_equal_epochs gives each model's dev
+    perplexity after the last epoch every model ran on that seed, beside the kept epoch's, and
+    the ranks under both (hand-computed)."""
+    from tempoformer.dcwe.training_length import write_equal_epochs_table
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    curves = {("dcwe", 0): [10.0, 9.0, 8.1, 8.7, 8.8], ("cwe", 0): [11.0, 9.5, 8.4, 8.6, 8.3, 8.5, 8.6],
+              ("dcwe", 1): [10.0, 9.0, 9.1, 9.2], ("cwe", 1): [10.5, 9.4, 9.0, 8.9, 9.3, 9.4]}
+    metrics = [mlm_run(runs, variant, 3e-5, min(curve), [1.0, 2.0, 3.0], seed, epochs=curve)
+               for (variant, seed), curve in curves.items()]
+    metrics.append(mlm_run(runs, "cwe", 1e-5, 9.9, [1.0, 2.0, 3.0], 0, epochs=[9.9, 9.95]))  # the worse grid point
+    write_equal_epochs_table(metrics, tmp_path / "tables", "tiny")
+    table = pl.read_csv(tmp_path / "tables" / "dcwe_equal_epochs.csv", infer_schema=False)
+    # kept: DCWE 8.1 (epoch 3 of 5) and 9.0 (2 of 4), CWE 8.3 (5 of 7) and 8.9 (4 of 6): DCWE ahead;
+    # after the epochs both ran (5 on seed 0, 4 on seed 1): DCWE 8.8 and 9.2, CWE 8.3 and 8.9: CWE ahead
+    assert table.rows() == [
+        ("toy", "dcwe", "2", "8.550 ± 0.636", "3/5; 2/4", "9.000 ± 0.283", "5; 4", "1", "2"),
+        ("toy", "cwe", "2", "8.600 ± 0.424", "5/7; 4/6", "8.600 ± 0.424", "5; 4", "2", "1")]
+    # runs by steps train the same steps: both columns are the final value
+    steps = [mlm_run(tmp_path, variant, 3e-5, dev, [1.0], 0) for variant, dev in (("dcwe", 8.0), ("static", 7.5))]
+    write_equal_epochs_table(steps, tmp_path / "steps", "tiny")
+    table = pl.read_csv(tmp_path / "steps" / "dcwe_equal_epochs.csv", infer_schema=False)
+    assert table.select("model", "dev_kept", "dev_equal", "equal_epoch", "rank_equal").rows() == [
+        ("dcwe", "8.000", "8.000", "20 steps", "2"), ("static", "7.500", "7.500", "20 steps", "1")]

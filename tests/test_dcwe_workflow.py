@@ -75,11 +75,12 @@ def test_the_stage_runs_and_a_rerun_does_nothing(tmp_path):
                    "dcwe_tables": 1, "all": 1}
     tables = tmp_path / "results" / "tables"
     for stem in ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid",
-                 "dcwe_extrapolation", "dcwe_diffusion"):
+                 "dcwe_equal_epochs", "dcwe_extrapolation", "dcwe_diffusion"):
         assert (tables / f"{stem}.md").is_file() and (tables / f"{stem}.csv").is_file()
     assert "| toy | DCWE | ours (MiniLM-L6, 2 seeds)" in (tables / "dcwe_table2.md").read_text()
     assert "| toy_rated | DCWE | ours (MiniLM-L6, 2 seeds)" in (tables / "dcwe_table5.md").read_text()
     assert "| 6 (ours) | MLM (dev perplexity) | toy | DCWE |" in (tables / "dcwe_grid.md").read_text()
+    assert "| toy | DCWE | 2 |" in (tables / "dcwe_equal_epochs.md").read_text()
     assert "| toy | DCWE | 1 | network / learning |" in (tables / "dcwe_diffusion.md").read_text()
     runs = tmp_path / "results" / "dcwe" / "toy"
     grid = [json.loads((runs / "seed0" / "dcwe" / p / "metrics.json").read_text()) for p in ("lr0.001_la0.1", "lr0.01_la0.1")]

@@ -394,7 +394,8 @@ def dc_compared_sc_metrics():
             for seed in sc.get("seeds", [0])]
 
 
-DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid")
+DC_TABLES = ("dcwe_table1", "dcwe_table2", "dcwe_table3", "dcwe_table4", "dcwe_table5", "dcwe_change", "dcwe_grid",
+             "dcwe_equal_epochs")
 
 
 def dc_tables():

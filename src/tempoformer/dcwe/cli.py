@@ -547,13 +547,16 @@ def run_tables(metrics: list[str], corpora: list[str], out_dir: str | os.PathLik
                backbone_label: str = "MiniLM-L6", sc_metrics: list[str] | None = None,
                sentiment_metrics: list[str] | None = None, extrapolation_metrics: list[str] | None = None,
                diffusion_metrics: list[str] | None = None) -> dict:
-    """dcwe_table{1..5}, dcwe_change and dcwe_grid; with extrapolation runs dcwe_extrapolation,
-    with diffusion analyses dcwe_diffusion. sc_metrics: semantic-change runs to show beside the
-    change scores; sentiment_metrics: the sentiment runs (Table 5)."""
+    """dcwe_table{1..5}, dcwe_change, dcwe_grid and dcwe_equal_epochs; with extrapolation runs
+    dcwe_extrapolation, with diffusion analyses dcwe_diffusion. sc_metrics: semantic-change runs
+    to show beside the change scores; sentiment_metrics: the sentiment runs (Table 5)."""
     from .tables import write_tables
+    from .training_length import write_equal_epochs_table
 
-    return write_tables(metrics, corpora, out_dir, datasets, backbone_label, sc_metrics or [], sentiment_metrics or [],
-                        extrapolation_metrics or [], diffusion_metrics or [])
+    written = write_tables(metrics, corpora, out_dir, datasets, backbone_label, sc_metrics or [],
+                           sentiment_metrics or [], extrapolation_metrics or [], diffusion_metrics or [])
+    written["dcwe_equal_epochs"] = write_equal_epochs_table(metrics, out_dir, backbone_label)
+    return written
 
 
 # --------------------------------------------------------------------------- argparse
