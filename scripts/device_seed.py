@@ -16,6 +16,12 @@ Then the summary: the CPU - GPU differences of the mixed cells beside seed 0's d
 the cells run on the CPU only, and how often the mean of as many of the latter, drawn at random
 (10,000 draws without replacement, generator seed 0), is at least the mixed cells' mean. The
 cells share seeds and folds, so that share is a guide, not a test.
+
+Last, the twins: runs whose recorded fingerprints are equal (the same code, data, settings, fold
+and seed) but whose devices differ, such as `tempoformer_cpu_twin` in the Topic Shift MI causes
+overlay. Each pair gives CPU - GPU on test and dev for one (fold, seed) with nothing else
+changed; beside them, as the scale of chance, the differences between two seeds of one fold on
+the same device in the twins' own cell, over all its folds.
 """
 from __future__ import annotations
 
@@ -44,10 +50,33 @@ def cells(results: Path) -> dict[tuple[str, str], dict[int, dict]]:
             continue
         out[cell] = {s: {"test": 100 * statistics.mean(m["test"]["macro"] for m in r),
                          "dev": 100 * statistics.mean(m["dev_macro"] for m in r),
-                         "device": "/".join(sorted({"gpu" if str(m.get("device")).startswith("cuda") else "cpu"
-                                                    for m in r}))}
+                         "device": "/".join(sorted({device(m) for m in r}))}
                      for s, r in sorted(full.items())}
     return out
+
+
+def device(m: dict) -> str:
+    return "gpu" if str(m.get("device")).startswith("cuda") else "cpu"
+
+
+def twins(results: Path) -> list[tuple[dict, dict]]:
+    """(CPU run, GPU run) pairs with equal fingerprints, ordered by model, window, fold, seed."""
+    by_print: dict[str, dict[str, dict]] = defaultdict(dict)
+    for path in sorted(results.glob("runs/*/w*/fold*/seed*/metrics.json")):
+        m = json.loads(path.read_text())
+        if m.get("fingerprint"):
+            by_print[m["fingerprint"]][device(m)] = m
+    pairs = [(d["cpu"], d["gpu"]) for d in by_print.values() if {"cpu", "gpu"} <= d.keys()]
+    return sorted(pairs, key=lambda p: (p[1]["model"], p[1]["window"], p[1]["fold"], p[1]["seed"]))
+
+
+def same_device_seed_gaps(results: Path, model: str, window: int) -> list[float]:
+    """Test macro-F1 gaps (%) between every two seeds of one fold on one device, over a cell's folds."""
+    runs: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for path in sorted(results.glob(f"runs/{model}/w{window}/fold*/seed*/metrics.json")):
+        m = json.loads(path.read_text())
+        runs[(m["fold"], device(m))].append(100 * m["test"]["macro"])
+    return [a - b for scores in runs.values() for i, a in enumerate(scores) for b in scores[i + 1:]]
 
 
 def difference(a: list[dict], b: list[dict], split: str) -> float:
@@ -101,6 +130,29 @@ def main() -> None:
             hits = sum(statistics.mean(draw.sample(seed0_cpu_only[s], len(mixed[s]))) >= target for _ in range(10_000))
             print(f"{s}: share of random draws of {len(mixed[s])} CPU-only seed-0 differences whose mean is at "
                   f"least {target:+.2f}: {hits / 10_000:.3f}")
+    for results in a.results:
+        pairs = twins(results)
+        if not pairs:
+            continue
+        print(f"\nTwins in {results.name} (equal fingerprints, CPU fp32 against GPU):")
+        print("| CPU run | GPU run | fold | seed | test: CPU, GPU, CPU - GPU | dev: CPU, GPU, CPU - GPU |")
+        print("|---|---|---:|---:|---:|---:|")
+        gaps = {"test": [], "dev": []}
+        for cpu, gpu in pairs:
+            row = {"test": (100 * cpu["test"]["macro"], 100 * gpu["test"]["macro"]),
+                   "dev": (100 * cpu["dev_macro"], 100 * gpu["dev_macro"])}
+            for s in gaps:
+                gaps[s].append(row[s][0] - row[s][1])
+            print(f"| {cpu['model']} | {gpu['model']} | {cpu['fold']} | {cpu['seed']} | "
+                  + " | ".join(f"{c:.1f}, {g:.1f}, {c - g:+.2f}" for c, g in row.values()) + " |")
+        for s in ("test", "dev"):
+            print(summary(f"{s}: CPU twin - GPU run, per (fold, seed)", gaps[s]))
+        cell = pairs[0][1]
+        chance = same_device_seed_gaps(results, cell["model"], cell["window"])
+        if chance:
+            print(f"test: two seeds of one fold on one device in {cell['model']} w{cell['window']} (all folds): "
+                  f"n {len(chance)} pairs, sd of the gap {statistics.pstdev(chance + [-x for x in chance]):.2f}, "
+                  f"mean |gap| {statistics.mean(abs(x) for x in chance):.2f}")
 
 
 if __name__ == "__main__":
