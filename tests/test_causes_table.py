@@ -145,6 +145,33 @@ def test_the_reference_also_at_the_factors_window(tmp_path, runs):
     assert big["reference_window"] == 20 and big["difference_reference"] == pytest.approx(20.0)
 
 
+def test_a_choice_made_on_dev_takes_per_run_the_member_with_the_best_dev(tmp_path, runs):
+    # one entry per learning rate; per (fold, seed) the better dev wins, as a job's grid would:
+    # fold 0 seed 0: lr_a (dev 70, test 62) over lr_b (dev 60, test 90); fold 1 seed 0: lr_b (dev 80,
+    # test 66) over lr_a (dev 50); fold 0 seed 3: a tie on dev (60), the member listed first (lr_a,
+    # test 70); fold 1 seed 3: lr_a only, so the pair is left out
+    extra = [write_run(tmp_path, "tempoformer_lr_a", 20, 0, 0, 0.62, 0.70),
+             write_run(tmp_path, "tempoformer_lr_b", 20, 0, 0, 0.90, 0.60),
+             write_run(tmp_path, "tempoformer_lr_a", 20, 1, 0, 0.50, 0.50),
+             write_run(tmp_path, "tempoformer_lr_b", 20, 1, 0, 0.66, 0.80),
+             write_run(tmp_path, "tempoformer_lr_a", 20, 0, 3, 0.70, 0.60),
+             write_run(tmp_path, "tempoformer_lr_b", 20, 0, 3, 0.80, 0.60),
+             write_run(tmp_path, "tempoformer_lr_a", 20, 1, 3, 0.99, 0.99)]
+    causes = {**CAUSES, "factors": {"tempoformer_lr_grid": "lr chosen on dev", "tempoformer_lr_b": "lr b"},
+              "chosen_on_dev": {"tempoformer_lr_grid": ["tempoformer_lr_a", "tempoformer_lr_b"]}}
+    table, csv = causes_table(runs + extra, [Dataset("toy", ["A", "B"])], causes, bootstrap=Bootstrap(20, 0))
+    grid = rows_by_model(csv)["tempoformer_lr_grid"]
+    assert grid["runs"] == 3 and grid["seeds"] == "0, 3" and grid["folds"] == "0, 1"
+    assert grid["test_macro"] == pytest.approx((62 + 66 + 70) / 3)
+    assert grid["dev_macro"] == pytest.approx((70 + 80 + 60) / 3)
+    # against the reference on seed 0, the runs both have: (62 - 60 + 66 - 70) / 2
+    assert grid["reference_runs"] == 2 and grid["difference_reference"] == pytest.approx(-1.0)
+    # a member listed as a factor keeps its own row, from its own runs
+    assert rows_by_model(csv)["tempoformer_lr_b"]["test_macro"] == pytest.approx((90 + 66 + 80) / 3)
+    assert "'tempoformer_lr_grid': per (fold, seed) that each of tempoformer_lr_a, tempoformer_lr_b ran" \
+        in table.markdown()
+
+
 def test_no_runs_at_all_still_builds(tmp_path):
     table, csv = causes_table([], [Dataset("toy", ["A", "B"])], CAUSES)
     assert csv["runs"].to_list() == [0, 0, 0, 0]
@@ -185,7 +212,9 @@ def test_the_causes_overlays_validate_and_name_their_entries(files):
     causes = config["causes"]
     assert causes["reference"] == "tempoformer" and "tempoformer_mpnet" in causes["factors"]
     dataset = next(iter(config["datasets"]))
-    assert set(causes["factors"]) <= set(config["datasets"][dataset]["models"])
+    choices = causes.get("chosen_on_dev") or {}
+    assert set(causes["factors"]) - set(choices) <= set(config["datasets"][dataset]["models"])
+    assert {m for members in choices.values() for m in members} <= set(config["datasets"][dataset]["models"])
 
 
 def test_a_factor_that_is_no_model_entry_is_refused():
@@ -200,6 +229,31 @@ def test_a_factor_that_is_no_model_entry_is_refused():
     bad["causes"]["baselines"] = ["bilstm", "lstm"]
     with pytest.raises(ValueError, match=r"causes\.baselines\[1\]: names 'lstm'"):
         check_causes(bad)
+
+
+def test_a_choice_made_on_dev_is_checked():
+    config = merged("lrs.yaml", "lrs_cpu.yaml", "lrs_cpu_tables.yaml", "lrs_causes.yaml")
+    good = copy.deepcopy(config)
+    good["causes"]["factors"]["lr_chosen"] = "lr chosen on dev"
+    good["causes"]["chosen_on_dev"] = {"lr_chosen": ["tempoformer_lr_paper", "tempoformer_pool_mean"]}
+    validate(copy.deepcopy(good), SCHEMA)
+    check_causes(good)
+    missing = copy.deepcopy(good)
+    missing["causes"]["chosen_on_dev"]["lr_chosen"][1] = "tempoformer_lr_nowhere"
+    with pytest.raises(ValueError, match=r"causes\.chosen_on_dev\.lr_chosen\[1\]: names 'tempoformer_lr_nowhere'"):
+        check_causes(missing)
+    not_a_factor = copy.deepcopy(good)
+    not_a_factor["causes"]["factors"].pop("lr_chosen")
+    with pytest.raises(ValueError, match=r"causes\.chosen_on_dev\.lr_chosen: is not a factor"):
+        check_causes(not_a_factor)
+    an_entry = copy.deepcopy(good)
+    an_entry["causes"]["chosen_on_dev"] = {"tempoformer_mpnet": ["tempoformer_lr_paper", "tempoformer_pool_mean"]}
+    with pytest.raises(ValueError, match=r"causes\.chosen_on_dev\.tempoformer_mpnet: is also an entry"):
+        check_causes(an_entry)
+    one_member = copy.deepcopy(good)
+    one_member["causes"]["chosen_on_dev"]["lr_chosen"] = ["tempoformer_lr_paper"]
+    with pytest.raises(WorkflowError):
+        validate(one_member, SCHEMA)
 
 
 @pytest.mark.parametrize("change", [

@@ -46,15 +46,27 @@ def check_yaml_file(path) -> None:
 
 def check_causes(config: dict) -> None:
     """ValueError "causes.<key>: ..." for a reference, baseline or factor of the `causes:` section
-    that is not an entry under `models`, or a factor that is the reference or a baseline."""
+    that is not an entry under `models` (a factor may instead be a name of `chosen_on_dev`, whose
+    members must be entries and which must itself be a factor and no entry), or a factor that is
+    the reference or a baseline."""
     causes = config.get("causes")
     if not causes:
         return
     models = config.get("models") or {}
     known = f"the entries under models are {', '.join(sorted(models)) or 'none'}"
+    choices = causes.get("chosen_on_dev") or {}
+    for name, members in choices.items():
+        if name in models:
+            raise ValueError(f"causes.chosen_on_dev.{name}: is also an entry under models; a choice made on dev "
+                             "needs a name of its own")
+        if name not in (causes.get("factors") or {}):
+            raise ValueError(f"causes.chosen_on_dev.{name}: is not a factor; add it under causes.factors with "
+                             "what it changes")
     named = [("causes.reference", causes.get("reference"))]
     named += [(f"causes.baselines[{i}]", m) for i, m in enumerate(causes.get("baselines") or [])]
-    named += [(f"causes.factors.{m}", m) for m in (causes.get("factors") or {})]
+    named += [(f"causes.factors.{m}", m) for m in (causes.get("factors") or {}) if m not in choices]
+    named += [(f"causes.chosen_on_dev.{name}[{i}]", m) for name, members in choices.items()
+              for i, m in enumerate(members)]
     for where, model in named:
         if model not in models:
             raise ValueError(f"{where}: names {model!r}, which has no entry under models ({known})")

@@ -13,7 +13,10 @@ if CAUSES:
         check_causes(config)
     except ValueError as error:
         raise ValueError(f"config: {error}") from None
-    CAUSE_MODELS = {CAUSES["reference"], *CAUSES["baselines"], *CAUSES["factors"]}
+    CAUSE_CHOICES = CAUSES.get("chosen_on_dev") or {}
+    # the model entries whose runs the table reads (a choice made on dev is no entry: its members are)
+    CAUSE_MODELS = {CAUSES["reference"], *CAUSES["baselines"], *CAUSES["factors"],
+                    *(m for members in CAUSE_CHOICES.values() for m in members)} - set(CAUSE_CHOICES)
 
 
 def causes_outputs():
@@ -29,8 +32,9 @@ def causes_params():
         "causes": json.dumps(CAUSES),  # in the config's order: the rows' order
         "causes_metrics": [f"{run_dir(*run)}/metrics.json" for run in configured_runs() if run[1] in CAUSE_MODELS],
         # each entry's config backbone (default minilm), for runs that recorded none
-        "causes_backbones": json.dumps({m: MODELS[m]["params"].get("backbone", "minilm") for m in sorted(CAUSE_MODELS)},
-                                       sort_keys=True),
+        "causes_backbones": json.dumps({**{m: MODELS[m]["params"].get("backbone", "minilm") for m in sorted(CAUSE_MODELS)},
+                                        **{name: MODELS[members[0]]["params"].get("backbone", "minilm")
+                                           for name, members in CAUSE_CHOICES.items()}}, sort_keys=True),
     }
 
 

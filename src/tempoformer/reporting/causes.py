@@ -12,6 +12,11 @@ config's `bootstrap` settings). It also says what the runs ran on (metrics.json 
 the GPU's name where the run recorded it) and their backbone (metrics.json `setup.backbone.name`
 where recorded, else the config entry's `params.backbone`, default minilm).
 
+A factor can also be a choice made on dev (`causes.chosen_on_dev`: name -> member entries, e.g.
+one entry per learning rate, each a job short enough for one session): per (dataset, window,
+fold, seed) that every member ran, the member run with the best dev macro-F1 (ties: the member
+listed first), as a training job's grid would choose; pairs not every member ran are left out.
+
 The `causes` subcommand writes it as causes.md/.csv/.tex/.html; the workflow's aggregate rule
 runs it after `aggregate` for a config with a `causes:` section. Its own subcommand so that the
 `aggregate` subcommand's code, and so every committed table, is untouched by it.
@@ -84,6 +89,24 @@ def _signed(value: float | None, shared: int, runs: int) -> str:
     return f"{value:+.1f}" + ("" if shared == runs else f" (n={shared})")
 
 
+def chosen_on_dev(runs: pl.DataFrame, choices: dict[str, list[str]]) -> pl.DataFrame:
+    """runs plus, for each choice name -> member entries, the runs it picks: per (dataset,
+    window, fold, seed) that every member ran, the member run with the best dev macro-F1 (ties:
+    the member listed first), its rows relabelled as the choice."""
+    picked = [runs]
+    for name, members in choices.items():
+        order = {m: i for i, m in enumerate(members)}
+        ran = runs.filter(pl.col("model").is_in(members) & (pl.col("label") == "macro"))
+        ran = ran.with_columns(pl.col("model").replace_strict(order, return_dtype=pl.Int64).alias("member"))
+        complete = (ran.sort("dev_macro", "member", descending=[True, False])
+                    .group_by("dataset", "window", "fold", "seed", maintain_order=True)
+                    .agg(pl.col("path").first(), pl.col("member").n_unique().alias("members"))
+                    .filter(pl.col("members") == len(members)))
+        paths = complete["path"].to_list()
+        picked.append(runs.filter(pl.col("path").is_in(paths)).with_columns(pl.lit(name).alias("model")))
+    return pl.concat(picked).sort("dataset", "model", "window", "seed", "fold", "label")
+
+
 def causes_table(metric_paths: list[str | Path], datasets: list[Dataset], causes: dict,
                  backbones: dict[str, str] | None = None,
                  bootstrap: Bootstrap = Bootstrap()) -> tuple[Table, pl.DataFrame]:
@@ -92,10 +115,11 @@ def causes_table(metric_paths: list[str | Path], datasets: list[Dataset], causes
     its config backbone (default minilm); metric_paths: the runs (others' are ignored)."""
     backbones = backbones or {}
     reference, baselines, factors = causes["reference"], list(causes["baselines"]), dict(causes["factors"])
-    wanted = {reference, *baselines, *factors}
+    choices = {name: list(members) for name, members in (causes.get("chosen_on_dev") or {}).items()}
+    wanted = {reference, *baselines, *factors, *(m for members in choices.values() for m in members)}
     runs = load_runs(metric_paths) if metric_paths else None
     if runs is not None:
-        runs = runs.filter(pl.col("model").is_in(sorted(wanted)))
+        runs = chosen_on_dev(runs.filter(pl.col("model").is_in(sorted(wanted))), choices)
     if runs is None or runs.is_empty():
         runs = pl.DataFrame(schema={"dataset": pl.String, "model": pl.String, "window": pl.Int64, "fold": pl.Int64,
                                     "seed": pl.Int64, "label": pl.String, "f1": pl.Float64,
@@ -190,7 +214,7 @@ def causes_table(metric_paths: list[str | Path], datasets: list[Dataset], causes
                             f"{row['dev_macro']:.1f}", test_cell, reference_cell, *baseline_cells])
             csv_rows.append(row)
 
-    notes = [_note(reference, baselines, bootstrap), _compared_note(compared)]
+    notes = [_note(reference, baselines, bootstrap) + _choices_note(choices), _compared_note(compared)]
     table = Table(TITLE, HEADER, md_rows, notes, label_columns=5)
     return table, pl.DataFrame(csv_rows, schema=CSV_SCHEMA)
 
@@ -214,6 +238,13 @@ def _note(reference: str, baselines: list[str], bootstrap: Bootstrap) -> str:
         "per device where they differ); 'Backbone': the one the runs recorded (metrics.json setup), else the "
         f"config entry's. '{NOT_RUN}': the config's entry has no finished run on that dataset."
     )
+
+
+def _choices_note(choices: dict[str, list[str]]) -> str:
+    return "".join(
+        f" '{name}': per (fold, seed) that each of {', '.join(members)} ran, the one of them with the best dev "
+        "macro-F1 (ties: the first listed), as a training job's grid chooses; pairs not all of them ran are left out."
+        for name, members in choices.items())
 
 
 def _compared_note(compared: list[str]) -> str:
