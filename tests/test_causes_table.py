@@ -159,8 +159,10 @@ def test_a_choice_made_on_dev_takes_per_run_the_member_with_the_best_dev(tmp_pat
              write_run(tmp_path, "tempoformer_lr_a", 20, 1, 3, 0.99, 0.99)]
     causes = {**CAUSES, "factors": {"tempoformer_lr_grid": "lr chosen on dev", "tempoformer_lr_b": "lr b"},
               "chosen_on_dev": {"tempoformer_lr_grid": ["tempoformer_lr_a", "tempoformer_lr_b"]}}
-    table, csv = causes_table(runs + extra, [Dataset("toy", ["A", "B"])], causes, bootstrap=Bootstrap(20, 0))
+    table, csv = causes_table(runs + extra, [Dataset("toy", ["A", "B"])], causes,
+                              backbones={"tempoformer_lr_a": "mpnet"}, bootstrap=Bootstrap(20, 0))
     grid = rows_by_model(csv)["tempoformer_lr_grid"]
+    assert grid["backbone"] == "MPNet-base"  # no run recorded one: the first member's config entry
     assert grid["runs"] == 3 and grid["seeds"] == "0, 3" and grid["folds"] == "0, 1"
     assert grid["test_macro"] == pytest.approx((62 + 66 + 70) / 3)
     assert grid["dev_macro"] == pytest.approx((70 + 80 + 60) / 3)

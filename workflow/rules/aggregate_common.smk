@@ -32,9 +32,8 @@ def causes_params():
         "causes": json.dumps(CAUSES),  # in the config's order: the rows' order
         "causes_metrics": [f"{run_dir(*run)}/metrics.json" for run in configured_runs() if run[1] in CAUSE_MODELS],
         # each entry's config backbone (default minilm), for runs that recorded none
-        "causes_backbones": json.dumps({**{m: MODELS[m]["params"].get("backbone", "minilm") for m in sorted(CAUSE_MODELS)},
-                                        **{name: MODELS[members[0]]["params"].get("backbone", "minilm")
-                                           for name, members in CAUSE_CHOICES.items()}}, sort_keys=True),
+        "causes_backbones": json.dumps({m: MODELS[m]["params"].get("backbone", "minilm") for m in sorted(CAUSE_MODELS)},
+                                       sort_keys=True),
     }
 
 

@@ -113,9 +113,11 @@ def causes_table(metric_paths: list[str | Path], datasets: list[Dataset], causes
     """The cause-by-cause table and its CSV frame (one row per table row). causes: {"reference":
     model, "baselines": [models], "factors": {model: what it changes}}; backbones: model entry ->
     its config backbone (default minilm); metric_paths: the runs (others' are ignored)."""
-    backbones = backbones or {}
     reference, baselines, factors = causes["reference"], list(causes["baselines"]), dict(causes["factors"])
     choices = {name: list(members) for name, members in (causes.get("chosen_on_dev") or {}).items()}
+    # a choice made on dev is no config entry: its backbone is its first member's
+    backbones = backbones or {}
+    backbones = {**{name: backbones.get(members[0], "minilm") for name, members in choices.items()}, **backbones}
     wanted = {reference, *baselines, *factors, *(m for members in choices.values() for m in members)}
     runs = load_runs(metric_paths) if metric_paths else None
     if runs is not None:
