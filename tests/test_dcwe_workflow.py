@@ -2,6 +2,7 @@
 default config plans every DCWE rule, the CPU-scale config plans its grid."""
 
 import json
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -167,8 +168,6 @@ def test_the_diffusion_analysis_asks_only_for_the_best_points_weights(tmp_path):
     """Run records are committed, weights are not: in a fresh clone the CWE diffusion analysis of
     seed 0 needs the weights of its best dev point alone (lr 1e-4: dev perplexity 36.56 against
     45.25 at 3e-4), so rule dcwe_weights_not_here names that run and not the other."""
-    import shutil
-
     for point in ("lr0.0001", "lr0.0003"):
         source = REPO / "results" / "dcwe" / "chitchat_c5" / "seed0" / "cwe" / point
         target = tmp_path / "results" / "dcwe" / "chitchat_c5" / "seed0" / "cwe" / point

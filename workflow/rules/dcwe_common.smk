@@ -2,6 +2,7 @@
 from types import SimpleNamespace
 
 from tempoformer.dcwe.options import VARIANTS as DC_VARIANT_MODES, DCWETrainSettings as DcTrainSettings
+from tempoformer.dcwe.cli import selected_point as dc_selected_point
 
 DC = config.get("dcwe", {})
 DC_RESULTS = f"{RESULTS}/dcwe"
@@ -324,13 +325,6 @@ def dc_extrapolate_inputs(w):
                         dc_run_fingerprint(w.dc_dataset, "extrapolate", w.dc_variant, w.seed), DC_TRAIN_RECORDS)
 
 
-def dc_best_run(runs):
-    """The folder of the best dev point among finished runs, as dcwe-diffusion chooses it."""
-    from tempoformer.dcwe.tables import load_runs, select_runs
-
-    return str(select_runs(load_runs([f"{r}/metrics.json" for r in runs]), "mlm")[0]["_dir"])
-
-
 def dc_diffusion_inputs(w):
     """The variant's runs of this seed (the best dev point's model.pt is analysed: where a
     current run's is missing, rule dcwe_weights_not_here stops the plan) and the node2vec vectors."""
@@ -343,10 +337,11 @@ def dc_diffusion_inputs(w):
     if not record_is_current(f"{folder}/metrics.json", fingerprint, [f"{folder}/{r}" for r in DC_DIFFUSION_RECORDS]):
         # to be made: the weights of runs that are current here but were trained elsewhere are
         # not committed (rule dcwe_weights_not_here says so before this job deletes anything);
-        # once every point's record is current, only the best point's weights are read
+        # once every point's record is current, only the best point's weights are read (chosen
+        # by the command's own selected_point)
         current = [r for r, p in zip(runs, points)
                    if recorded_fingerprint(r) == dc_run_fingerprint(w.dc_dataset, "train", w.dc_variant, w.seed, p)]
-        read = [dc_best_run(runs)] if len(current) == len(runs) else current
+        read = [dc_selected_point(inputs["runs"], "mlm")["run"]] if len(current) == len(runs) else current
         inputs["weights"] = [f"{r}/model.pt" for r in read if not os.path.exists(f"{r}/model.pt")]
     return dc_by_status(inputs, folder, fingerprint, DC_DIFFUSION_RECORDS)
 
